@@ -1,0 +1,6 @@
+"""Runs Metal Shading Language compute kernels on the CPU with Metal semantics."""
+
+from .errors import KernelError, MetalCompileError, ToolchainError
+from .library import Kernel, Library, compile_shader
+
+__all__ = ["compile_shader", "Library", "Kernel", "KernelError", "MetalCompileError", "ToolchainError"]

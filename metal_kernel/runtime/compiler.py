@@ -1,0 +1,353 @@
+"""MSL source -> loadable shared library, cached on disk by content.
+
+Pass 1 preprocesses the source with Metal's predefined macros (Metal headers
+resolve to empty stubs, so only the user's code and its includes expand).
+The rewriter turns the result into C++, and pass 2 compiles that against the
+C++ Metal standard library (include/mk/prelude.h).
+
+Cache layout (``$METAL_KERNEL_CACHE_DIR`` or ``~/.cache/metal-kernel``):
+    manifests/<key>.json   source + options -> object key, dependency stamps
+    objects/<key>.so       the kernel library
+    objects/<key>.json     what the rewriter found (kernels, parameters)
+Every file is written to a temporary name and renamed into place, so
+concurrent processes and interrupted writes never leave a partial entry; an
+entry that fails to parse or load is discarded and rebuilt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import MetalCompileError
+from .rewriter import KernelEntry, Param, rewrite
+from .toolchain import Toolchain, find_toolchain
+
+HERE = Path(__file__).resolve().parent
+INCLUDE_DIR = HERE / "include"
+PASS1_DIR = INCLUDE_DIR / "pass1"
+RUNTIME_SOURCE = HERE / "src" / "mkrt.cpp"
+SOURCE_NAME = "source.metal"
+
+LANGUAGE_VERSIONS = {"3.0": 300, "3.1": 310, "3.2": 320, "4.0": 400}
+
+COMMON_FLAGS = [
+    "-std=c++17",
+    "-fPIC",
+    "-march=native",
+    "-fno-exceptions",
+    "-fno-rtti",
+    "-fno-math-errno",
+    "-fwrapv",  # GPU integer arithmetic wraps
+    # x86 traps on integer division by zero; report it (see mk/prelude.h)
+    "-fsanitize=integer-divide-by-zero", "-fsanitize-minimal-runtime", "-fno-sanitize-recover=all",
+    "-fdeclspec",  # vector swizzles are declspec properties
+    "-Xclang", "-ffloat16-excess-precision=none",  # half rounds at every op
+    "-Xclang", "-fbfloat16-excess-precision=none",
+]
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    include_dirs: tuple[str, ...] = ()
+    defines: tuple[tuple[str, str], ...] = ()
+    language_version: str = "3.2"
+    function_constants: tuple[tuple[str, object], ...] = ()
+    optimize: str = "-O2"
+    source_name: str = SOURCE_NAME
+
+    def key(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class CompiledLibrary:
+    path: str
+    kernels: list[KernelEntry]
+    tg_sizes_known: bool = True
+    deps: list = field(default_factory=list)
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("METAL_KERNEL_CACHE_DIR")
+    if env:
+        base = Path(env)
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = Path(xdg) / "metal-kernel" if xdg else Path.home() / ".cache" / "metal-kernel"
+    for sub in ("manifests", "objects"):
+        (base / sub).mkdir(parents=True, exist_ok=True)
+    return base
+
+
+@functools.lru_cache(maxsize=1)
+def runtime_version() -> str:
+    """Hash of everything that shapes a compiled kernel besides its source."""
+    h = hashlib.sha256()
+    files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE, HERE / "rewriter.py",
+                                               HERE / "lexer.py", Path(__file__)]
+    for f in files:
+        if f.is_file():
+            h.update(str(f.relative_to(HERE)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_identity() -> str:
+    """-march=native code is only valid on the same kind of CPU."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        model = re.search(r"model name\s*:\s*(.*)", text)
+        flags = re.search(r"flags\s*:\s*(.*)", text)
+        return hashlib.sha256(
+            ((model.group(1) if model else "") + (flags.group(1) if flags else "")).encode()
+        ).hexdigest()[:12]
+    except OSError:
+        import platform
+
+        return platform.machine()
+
+
+@functools.lru_cache(maxsize=1)
+def torch_include_dir() -> str | None:
+    """The installed torch's include dir, found without importing torch."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        return None
+    inc = Path(spec.origin).parent / "include"
+    return str(inc) if (inc / "c10" / "metal").is_dir() else None
+
+
+def _atomic_write(path: Path, data: bytes):
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _sha(*parts) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else str(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+# ------------------------------------------------------------------ pass 1 --
+def _pass1_args(tc: Toolchain, opts: CompileOptions) -> list[str]:
+    version = LANGUAGE_VERSIONS.get(opts.language_version)
+    if version is None:
+        raise ValueError(
+            f"unknown Metal language version {opts.language_version!r}; "
+            f"choose one of {', '.join(LANGUAGE_VERSIONS)}"
+        )
+    args = ["-E", "-x", "c++", "-std=c++17", "-fno-caret-diagnostics", "-nostdinc", "-nostdinc++", "-I", str(PASS1_DIR)]
+    for d in opts.include_dirs:
+        args += ["-I", str(d)]
+    torch_inc = torch_include_dir()
+    if torch_inc:
+        args += ["-I", torch_inc]
+    args += ["-D__METAL__=1", f"-D__METAL_VERSION__={version}", "-D__HAVE_MK_RUNTIME__=1"]
+    for name, value in opts.defines:
+        args.append(f"-D{name}={value}" if value is not None else f"-D{name}")
+    args += ["-include", str(INCLUDE_DIR / "mk" / "macros.h")]
+    return tc.cxx(*args)
+
+
+_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<kind>fatal error|error): (?P<msg>.*)$",
+                   re.MULTILINE)
+
+
+def _compile_error(output: str, opts: CompileOptions, source: str, tmpdir: str) -> MetalCompileError:
+    """The first error, located in the user's files, with the compiler's words."""
+    output = output.replace(os.path.join(tmpdir, SOURCE_NAME), opts.source_name)
+    output = output.replace(SOURCE_NAME, opts.source_name) if opts.source_name != SOURCE_NAME else output
+    lines = [ln for ln in output.splitlines() if ": warning:" not in ln]
+    text = "\n".join(lines).strip()
+    m = _DIAG.search(text)
+    if not m:
+        return MetalCompileError("compilation failed:\n" + text, compiler_output=output)
+    file, line = m.group("file"), int(m.group("line"))
+    src_line = None
+    if file == opts.source_name:
+        src = source.splitlines()
+        if 0 < line <= len(src):
+            src_line = src[line - 1]
+    # Keep the compiler's diagnostics (errors and their notes), without the
+    # huge template back-traces into the runtime's own headers.
+    shown = [ln for ln in lines if "/metal_kernel/runtime/include/" not in ln.split(":")[0]][:40]
+    return MetalCompileError(
+        m.group("msg") + "\n" + "\n".join(shown), file=file, line=line, text=src_line,
+        compiler_output=output,
+    )
+
+
+def preprocess(source: str, opts: CompileOptions, tc: Toolchain, tmpdir: str) -> str:
+    src_path = os.path.join(tmpdir, SOURCE_NAME)
+    with open(src_path, "w") as f:
+        f.write(source)
+    proc = subprocess.run(_pass1_args(tc, opts) + [SOURCE_NAME], capture_output=True, text=True,
+                          cwd=tmpdir)
+    if proc.returncode != 0:
+        raise _compile_error(proc.stderr, opts, source, tmpdir)
+    text = proc.stdout
+    if opts.source_name != SOURCE_NAME:
+        text = text.replace(f'"{SOURCE_NAME}"', json.dumps(opts.source_name))
+    return text
+
+
+_MARKER_FILE = re.compile(r'^# \d+ "((?:\\.|[^"\\])*)"', re.MULTILINE)
+
+
+def dependencies(pp_text: str, opts: CompileOptions) -> list[list]:
+    deps = []
+    seen = set()
+    for m in _MARKER_FILE.finditer(pp_text):
+        name = m.group(1)
+        if name in seen or name.startswith("<") or name == opts.source_name:
+            continue
+        seen.add(name)
+        try:
+            st = os.stat(name)
+            deps.append([name, st.st_mtime_ns, st.st_size])
+        except OSError:
+            pass
+    return deps
+
+
+def _deps_fresh(deps: list) -> bool:
+    for name, mtime, size in deps:
+        try:
+            st = os.stat(name)
+        except OSError:
+            return False
+        if st.st_mtime_ns != mtime or st.st_size != size:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------ pass 2 --
+def extra_flags() -> list[str]:
+    """$METAL_KERNEL_CXXFLAGS: extra pass-2 flags (e.g. -g), part of the cache key."""
+    import shlex
+
+    return shlex.split(os.environ.get("METAL_KERNEL_CXXFLAGS", ""))
+
+
+def _pass2(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOptions) -> subprocess.CompletedProcess:
+    args = tc.cxx(
+        "-x", "c++", *COMMON_FLAGS, opts.optimize, "-shared", "-w", "-ferror-limit=10", "-fno-caret-diagnostics", *extra_flags(),
+        "-I", str(INCLUDE_DIR), "-include", str(INCLUDE_DIR / "mk" / "prelude.h"),
+        cpp_path, "-o", out_path,
+    )
+    return subprocess.run(args, capture_output=True, text=True, cwd=os.path.dirname(cpp_path))
+
+
+def _entries_to_json(entries: list[KernelEntry]) -> list:
+    return [dataclasses.asdict(e) for e in entries]
+
+
+def _entries_from_json(data: list) -> list[KernelEntry]:
+    out = []
+    for e in data:
+        e = dict(e)
+        e["params"] = [Param(**p) for p in e["params"]]
+        out.append(KernelEntry(**e))
+    return out
+
+
+def compile_library(source: str, opts: CompileOptions) -> CompiledLibrary:
+    tc = find_toolchain()
+    base = cache_dir()
+    manifest_key = _sha("manifest", source, json.dumps(opts.key(), sort_keys=True, default=str),
+                        tc.identity, runtime_version(), cpu_identity(), extra_flags())
+    manifest = base / "manifests" / f"{manifest_key}.json"
+    # Direct mode (as ccache): same source and options, and no included file
+    # changed since -> the library, without running the preprocessor.
+    try:
+        data = json.loads(manifest.read_text())
+        so = base / "objects" / f"{data['object']}.so"
+        meta = json.loads((base / "objects" / f"{data['object']}.json").read_text())
+        if so.exists() and _deps_fresh(data["deps"]):
+            return CompiledLibrary(str(so), _entries_from_json(meta["kernels"]), meta["tg_sizes_known"],
+                                   data["deps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+
+    with tempfile.TemporaryDirectory(prefix="mk-build-", dir=base) as tmp:
+        pp = preprocess(source, opts, tc, tmp)
+        fcs = dict(opts.function_constants)
+        obj_key = _sha("object", pp, sorted((str(k), repr(v)) for k, v in fcs.items()), opts.optimize,
+                       tc.identity, runtime_version(), cpu_identity(), extra_flags())
+        so = base / "objects" / f"{obj_key}.so"
+        meta_path = base / "objects" / f"{obj_key}.json"
+        deps = dependencies(pp, opts)
+        meta = None
+        if so.exists():
+            try:
+                meta = json.loads(meta_path.read_text())
+            except (OSError, ValueError):
+                meta = None
+        if meta is None:
+            meta = _build(pp, fcs, opts, tc, tmp, so, source)
+            _atomic_write(meta_path, json.dumps(meta).encode())
+        _atomic_write(manifest, json.dumps({"object": obj_key, "deps": deps}).encode())
+    return CompiledLibrary(str(so), _entries_from_json(meta["kernels"]), meta["tg_sizes_known"], deps)
+
+
+def _build(pp: str, fcs: dict, opts: CompileOptions, tc: Toolchain, tmp: str, so: Path,
+           source: str) -> dict:
+    cpp_path = os.path.join(tmp, "kernel.cpp")
+    out_tmp = os.path.join(tmp, "kernel.so")
+    tg_known = True
+    result = rewrite(pp, fcs, tg_helpers=True)
+    Path(cpp_path).write_text(result.text)
+    proc = _pass2(tc, cpp_path, out_tmp, opts)
+    if proc.returncode != 0 and any(e.has_tg_size for e in result.kernels):
+        # The threadgroup-size helpers could not see a name local to a kernel
+        # body; build without them (sizes are then measured at run time).
+        retry = rewrite(pp, fcs, tg_helpers=False)
+        Path(cpp_path).write_text(retry.text)
+        proc2 = _pass2(tc, cpp_path, out_tmp, opts)
+        if proc2.returncode == 0:
+            result, proc, tg_known = retry, proc2, False
+    if proc.returncode != 0:
+        raise _compile_error(proc.stderr, opts, source, tmp)
+    os.replace(out_tmp, so)
+    return {"kernels": _entries_to_json(result.kernels), "tg_sizes_known": tg_known}
+
+
+def build_runtime_library() -> str:
+    """The scheduler library (src/mkrt.cpp), built once per version."""
+    tc = find_toolchain()
+    base = cache_dir()
+    key = _sha("runtime", runtime_version(), tc.identity, cpu_identity())
+    so = base / "objects" / f"mkrt-{key}.so"
+    if so.exists():
+        return str(so)
+    with tempfile.TemporaryDirectory(prefix="mk-build-", dir=base) as tmp:
+        out = os.path.join(tmp, "mkrt.so")
+        args = tc.cxx("-x", "c++", "-std=c++17", "-O2", "-fPIC", "-shared", "-pthread",
+                      "-I", str(INCLUDE_DIR), str(RUNTIME_SOURCE), "-o", out)
+        proc = subprocess.run(args, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError("metal-kernel could not build its runtime library:\n" + proc.stderr)
+        os.replace(out, so)
+    return str(so)

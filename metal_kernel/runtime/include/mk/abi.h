@@ -1,0 +1,94 @@
+// The binary interface between the runtime library (src/mkrt.cpp) and the
+// kernel libraries the compiler builds from MSL. Plain C layout: Python fills
+// some of these structs through ctypes (see runtime/native.py), so any change
+// here must be mirrored there and bumps RUNTIME_ABI_VERSION.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#define MK_ABI_VERSION 1
+#define MK_SIMD_WIDTH 32
+#define MK_MAX_THREADS_PER_GROUP 1024
+#define MK_MAX_TG_MEMORY 32768
+#define MK_MAX_TG_SLOTS 256
+
+namespace mk {
+
+struct u3 {
+  uint32_t x, y, z;
+};
+
+// One dispatch, as the host describes it.
+struct Launch {
+  void* const* buffers;           // buffer index -> address
+  const uint64_t* buffer_sizes;   // bytes available from that address
+  uint32_t nbuffers;
+  u3 threads_per_grid;            // threads that exist (dispatchThreads)
+  u3 threads_per_threadgroup;     // the dispatched threadgroup shape
+  u3 threadgroups_per_grid;
+  uint32_t ntg_buffers;           // [[threadgroup(n)]] parameters
+  const uint32_t* tg_buffer_sizes;
+};
+
+// Everything a kernel can ask about the thread it runs as. Built by the
+// kernel-side loop (mk/runtime.h) so that unused fields cost nothing.
+struct ThreadIds {
+  u3 thread_position_in_grid;
+  u3 thread_position_in_threadgroup;
+  u3 threadgroup_position_in_grid;
+  u3 threads_per_threadgroup;          // actual size of this (maybe partial) group
+  uint32_t thread_index_in_threadgroup;
+};
+
+struct Group;
+
+// One call of a kernel entry point: run the threads [begin, end) of one
+// threadgroup, in linear order. `current` and `upgraded` are pointer-typed on
+// purpose: kernels never store pointers, so type-based alias analysis lets the
+// compiler keep them out of vectorised loops (see mk/runtime.h).
+struct Run {
+  Group* group;
+  const Launch* launch;
+  u3 threadgroup_position;
+  u3 group_size;                 // actual threads in this group, per dimension
+  uint32_t begin, end;
+  const void* current;           // linear index of the running thread, as a pointer
+  const void* upgraded;          // non-null once the group runs on fibers
+  void* const* tg_buffers;       // [[threadgroup(n)]] storage of this group
+};
+
+typedef void (*EntryFn)(Run*);
+
+// A simdgroup operation as one lane publishes it.
+struct SimdCall {
+  const void* in;       // the lane's operand
+  void* out;            // where the lane's result goes
+  uint32_t arg;         // lane index / delta / mask operand
+  uint32_t op;          // SimdOp, for reports
+};
+
+// What the elected lane (the lowest active one) sees: every lane's call,
+// null for inactive lanes.
+struct SimdLanes {
+  SimdCall* lane[MK_SIMD_WIDTH];
+  uint32_t active_mask;
+  uint32_t count;       // lanes in this simdgroup (partial at the end)
+};
+
+// Services the kernel side calls. One table, set once per kernel library.
+// The runtime knows which thread is running, so calls carry no context.
+struct RuntimeApi {
+  uint32_t abi_version;
+  // Blocks until every live thread of the group reached a barrier.
+  void (*threadgroup_barrier)(uint32_t flags, uintptr_t site);
+  // Blocks until the simdgroup's active lanes are known. Returns the lane
+  // table to the elected lane (which computes every result) and null to the
+  // others (whose results are then already written).
+  SimdLanes* (*simd_sync)(SimdCall* call, uintptr_t site);
+  // Threadgroup memory declared in a kernel body: one block per group and slot.
+  void* (*threadgroup_alloc)(uint32_t slot, size_t size, size_t align);
+  // Aborts the dispatch with a message (never returns).
+  void (*fail)(const char* message);
+};
+
+}  // namespace mk

@@ -1,0 +1,32 @@
+// Force-included before every kernel translation unit (pass 2): the C++
+// Metal standard library, the execution model, then the address-space
+// qualifiers as empty macros (the CPU has one address space). Nothing may
+// include a system header after those macros.
+#pragma once
+#include "mk/macros.h"
+#include "mk/stdlib.h"
+#include "mk/runtime.h"
+#include "mk/simd.h"
+
+#define device
+#define constant
+#define threadgroup
+#define thread
+#define kernel
+#define threadgroup_imageblock
+#define ray_data
+#define object_data
+
+// Integer division by zero traps on x86 but not on a GPU. Kernels are built
+// with -fsanitize=integer-divide-by-zero and the minimal runtime, whose
+// handlers land here: the dispatch stops with a clear error instead.
+extern "C" __attribute__((visibility("hidden"), noreturn, used)) void
+__ubsan_handle_divrem_overflow_minimal_abort() {
+  __mk_rt->fail("integer division by zero (or INT_MIN / -1)");
+  __builtin_unreachable();
+}
+extern "C" __attribute__((visibility("hidden"), noreturn, used)) void
+__ubsan_handle_divrem_overflow_minimal() {
+  __mk_rt->fail("integer division by zero (or INT_MIN / -1)");
+  __builtin_unreachable();
+}

@@ -1,0 +1,157 @@
+// Kernel-side half of the execution model: the per-threadgroup thread loop,
+// argument binding, threadgroup memory, barriers. Included by mk/prelude.h
+// after the Metal types; the rewriter's generated entry points use it.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <tuple>
+#include <type_traits>
+
+#include "abi.h"
+
+// Set by the host right after it loads a kernel library.
+extern "C" const mk::RuntimeApi* __mk_rt;
+
+namespace mk {
+
+// The address of the code that called the function this is inlined into;
+// with the stack depth the runtime adds, it tells call sites apart so that
+// divergent branches calling the same simd function are not merged.
+__attribute__((noinline)) inline uintptr_t call_site() {
+  return reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+}
+
+template <class F>
+struct fn_traits;
+template <class R, class... A>
+struct fn_traits<R (*)(A...)> {
+  using args = std::tuple<A...>;
+  static constexpr size_t arity = sizeof...(A);
+};
+template <class F, size_t I>
+using arg_t = std::tuple_element_t<I, typename fn_traits<F>::args>;
+
+// Bytes a parameter reads through its buffer: a `constant T&` needs a whole
+// T, a pointer at least one element (void* counts as one byte).
+template <class P>
+constexpr uint64_t needed_bytes() {
+  if constexpr (std::is_reference_v<P>) {
+    return sizeof(std::remove_reference_t<P>);
+  } else if constexpr (std::is_pointer_v<P>) {
+    using E = std::remove_cv_t<std::remove_pointer_t<P>>;
+    if constexpr (std::is_void_v<E>) return 1;
+    else return sizeof(E);
+  } else {
+    return sizeof(P);
+  }
+}
+
+// Binds buffer `i` to a parameter of type P (pointer, reference or value).
+template <class P>
+__attribute__((always_inline)) inline P buffer_arg(const Launch* l, uint32_t i) {
+  void* p = l->buffers[i];
+  if constexpr (std::is_reference_v<P>) {
+    return *reinterpret_cast<std::remove_reference_t<P>*>(p);
+  } else if constexpr (std::is_pointer_v<P>) {
+    return reinterpret_cast<P>(p);
+  } else {
+    return *reinterpret_cast<const P*>(p);
+  }
+}
+
+template <class P>
+__attribute__((always_inline)) inline P threadgroup_arg(const Run* r, uint32_t i) {
+  return reinterpret_cast<P>(r->tg_buffers[i]);
+}
+
+// Thread attributes may be declared uint, ushort, int, or 2/3-vectors of them.
+template <class P>
+__attribute__((always_inline)) inline P attr(u3 v) {
+  using Q = std::remove_cv_t<std::remove_reference_t<P>>;
+  if constexpr (std::is_arithmetic_v<Q>) {
+    return static_cast<Q>(v.x);
+  } else {
+    using E = std::remove_cv_t<std::remove_reference_t<decltype(Q()[0])>>;
+    if constexpr (std::is_constructible_v<Q, E, E, E>) {
+      return Q(static_cast<E>(v.x), static_cast<E>(v.y), static_cast<E>(v.z));
+    } else {
+      return Q(static_cast<E>(v.x), static_cast<E>(v.y));
+    }
+  }
+}
+template <class P>
+__attribute__((always_inline)) inline P attr(uint32_t v) {
+  using Q = std::remove_cv_t<std::remove_reference_t<P>>;
+  return static_cast<Q>(v);
+}
+
+inline uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+
+// Runs the threads [begin, end) of one threadgroup in linear order.
+// In the common case (no barrier, no simd function) this is the whole group,
+// the kernel is inlined into the innermost loop and the loop vectorises.
+// When a thread calls a synchronising function the runtime moves the group
+// onto fibers and sets `upgraded`; this loop then stops after that thread.
+template <class Body>
+__attribute__((always_inline)) inline void run_threads(Run* r, Body body) {
+  const Launch* l = r->launch;
+  const u3 dtg = l->threads_per_threadgroup;
+  const u3 gs = r->group_size;
+  const u3 tg = r->threadgroup_position;
+  const u3 base = {tg.x * dtg.x, tg.y * dtg.y, tg.z * dtg.z};
+  ThreadIds t;
+  t.threadgroup_position_in_grid = tg;
+  t.threads_per_threadgroup = gs;
+  // One call of `body` only: a simd function's call site must be the same
+  // code address for every thread (see mk/simd.h), whichever way it started.
+  uint32_t lin = r->begin;
+  while (lin < r->end) {
+    const uint32_t x0 = lin % gs.x;
+    const uint32_t y = (lin / gs.x) % gs.y;
+    const uint32_t z = lin / (gs.x * gs.y);
+    const uint32_t row = lin - x0;
+    const uint32_t x1 = (r->end - row) < gs.x ? (r->end - row) : gs.x;
+    for (uint32_t x = x0; x < x1; ++x) {
+      t.thread_position_in_threadgroup = {x, y, z};
+      t.thread_position_in_grid = {base.x + x, base.y + y, base.z + z};
+      t.thread_index_in_threadgroup = row + x;
+      r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(row + x));
+      body(r, t);
+      if (__builtin_expect(r->upgraded != nullptr, 0)) return;
+    }
+    lin = row + x1;
+  }
+}
+
+// Threadgroup memory declared in a kernel body (`threadgroup float s[256];`
+// becomes `auto& s = ::mk::tg_ref<float[256]>(slot);`). All threads of a
+// group get the same block.
+template <class T>
+__attribute__((always_inline)) inline T& tg_ref(uint32_t slot) {
+  return *static_cast<T*>(__mk_rt->threadgroup_alloc(slot, sizeof(T), alignof(T)));
+}
+
+}  // namespace mk
+
+namespace metal {
+
+enum class mem_flags : uint32_t {
+  mem_none = 0,
+  mem_device = 1,
+  mem_threadgroup = 2,
+  mem_texture = 4,
+  mem_threadgroup_imageblock = 8,
+  mem_object_data = 16,
+};
+constexpr mem_flags operator|(mem_flags a, mem_flags b) {
+  return mem_flags(uint32_t(a) | uint32_t(b));
+}
+constexpr mem_flags operator&(mem_flags a, mem_flags b) {
+  return mem_flags(uint32_t(a) & uint32_t(b));
+}
+
+inline void threadgroup_barrier(mem_flags flags) {
+  __mk_rt->threadgroup_barrier(uint32_t(flags), ::mk::call_site());
+}
+
+}  // namespace metal

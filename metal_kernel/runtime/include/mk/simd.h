@@ -1,0 +1,353 @@
+// simd_* and quad_* functions with Metal's meaning: they operate over the
+// lanes that are *active* at the call (divergent code, partial simdgroups).
+//
+// Protocol: every lane publishes a SimdCall (pointer to its operand, pointer
+// to its result) and blocks in the runtime. When the runtime knows which
+// lanes reached the same call site, it wakes the lowest of them first with
+// the lane table; that lane computes every lane's result. The others wake
+// with their result already written.
+#pragma once
+#include <stdint.h>
+#include <string.h>
+
+#include "abi.h"
+#include "runtime.h"
+
+namespace mk {
+
+enum SimdOp : uint32_t {
+  SIMD_BARRIER = 1,
+  SIMD_SUM,
+  SIMD_PRODUCT,
+  SIMD_MIN,
+  SIMD_MAX,
+  SIMD_AND,
+  SIMD_OR,
+  SIMD_XOR,
+  SIMD_PREFIX_INCLUSIVE_SUM,
+  SIMD_PREFIX_EXCLUSIVE_SUM,
+  SIMD_PREFIX_INCLUSIVE_PRODUCT,
+  SIMD_PREFIX_EXCLUSIVE_PRODUCT,
+  SIMD_SHUFFLE,
+  SIMD_SHUFFLE_UP,
+  SIMD_SHUFFLE_DOWN,
+  SIMD_SHUFFLE_XOR,
+  SIMD_SHUFFLE_ROTATE_UP,
+  SIMD_SHUFFLE_ROTATE_DOWN,
+  SIMD_SHUFFLE_AND_FILL_UP,
+  SIMD_SHUFFLE_AND_FILL_DOWN,
+  SIMD_BROADCAST,
+  SIMD_BROADCAST_FIRST,
+  SIMD_BALLOT,
+  SIMD_ANY,
+  SIMD_ALL,
+  SIMD_IS_FIRST,
+  SIMD_ACTIVE_MASK,
+  SIMD_MATRIX,  // simdgroup_matrix operations (runtime completeness issue)
+};
+
+// Publishes this lane's call, waits, and lets the elected lane compute.
+template <class T, class R, class Compute>
+__attribute__((always_inline)) inline R simd_collective(const T& in, uint32_t arg,
+                                                        uint32_t op, Compute compute) {
+  R out;
+  SimdCall call{&in, &out, arg, op};
+  SimdLanes* lanes = __mk_rt->simd_sync(&call, call_site());
+  if (lanes) compute(*lanes);
+  return out;
+}
+
+template <class T>
+__attribute__((always_inline)) inline const T& lane_in(const SimdLanes& l, uint32_t i) {
+  return *static_cast<const T*>(l.lane[i]->in);
+}
+template <class R>
+__attribute__((always_inline)) inline R& lane_out(const SimdLanes& l, uint32_t i) {
+  return *static_cast<R*>(l.lane[i]->out);
+}
+
+// Reduction over the active lanes of each segment (32 lanes for simd_*,
+// 4 for quad_*), every active lane of a segment gets the result.
+template <class T, class Op>
+inline void reduce_segments(const SimdLanes& l, uint32_t width, Op op) {
+  for (uint32_t s = 0; s < MK_SIMD_WIDTH; s += width) {
+    bool have = false;
+    T acc{};
+    for (uint32_t i = s; i < s + width; ++i) {
+      if (!l.lane[i]) continue;
+      acc = have ? T(op(acc, lane_in<T>(l, i))) : lane_in<T>(l, i);
+      have = true;
+    }
+    for (uint32_t i = s; i < s + width; ++i)
+      if (l.lane[i]) lane_out<T>(l, i) = acc;
+  }
+}
+
+template <class T, class Op>
+inline void scan_segments(const SimdLanes& l, uint32_t width, bool inclusive, T identity, Op op) {
+  for (uint32_t s = 0; s < MK_SIMD_WIDTH; s += width) {
+    T acc = identity;
+    for (uint32_t i = s; i < s + width; ++i) {
+      if (!l.lane[i]) continue;
+      T next = T(op(acc, lane_in<T>(l, i)));
+      lane_out<T>(l, i) = inclusive ? next : acc;
+      acc = next;
+    }
+  }
+}
+
+// Lane `i` receives lane `src(i)`'s operand. A source outside the segment
+// leaves the lane's own value (Metal: "unchanged"); an inactive source reads
+// as zero (undefined on the GPU; the checking mode reports it).
+template <class T, class Src>
+inline void permute_segments(const SimdLanes& l, uint32_t width, Src src) {
+  for (uint32_t i = 0; i < MK_SIMD_WIDTH; ++i) {
+    if (!l.lane[i]) continue;
+    const uint32_t base = i - i % width;
+    const int64_t j = src(i - base, l.lane[i]->arg);
+    if (j < 0 || j >= int64_t(width)) {
+      lane_out<T>(l, i) = lane_in<T>(l, i);
+    } else if (l.lane[base + j]) {
+      lane_out<T>(l, i) = lane_in<T>(l, base + uint32_t(j));
+    } else {
+      T zero;
+      memset(static_cast<void*>(&zero), 0, sizeof(T));
+      lane_out<T>(l, i) = zero;
+    }
+  }
+}
+
+template <class T>
+struct DataAndFill {
+  T data;
+  T fill;
+};
+
+// simd_shuffle_and_fill_up/down: lanes whose source falls outside the
+// `modulo`-wide window take the *fill* operand of the wrapped-around lane.
+template <class T>
+inline void fill_segments(const SimdLanes& l, uint32_t width, bool up) {
+  for (uint32_t i = 0; i < MK_SIMD_WIDTH; ++i) {
+    if (!l.lane[i]) continue;
+    const uint32_t delta = l.lane[i]->arg & 0xffff;
+    uint32_t modulo = l.lane[i]->arg >> 16;
+    if (modulo == 0 || modulo > width) modulo = width;
+    const uint32_t base = i - i % modulo;
+    const uint32_t pos = i - base;
+    int64_t j = up ? int64_t(pos) - delta : int64_t(pos) + delta;
+    bool use_fill = false;
+    if (j < 0) { j += modulo; use_fill = true; }
+    if (j >= int64_t(modulo)) { j -= modulo; use_fill = true; }
+    const uint32_t from = base + uint32_t(j);
+    if (from < MK_SIMD_WIDTH && l.lane[from]) {
+      const auto& src = lane_in<DataAndFill<T>>(l, from);
+      lane_out<T>(l, i) = use_fill ? src.fill : src.data;
+    } else {
+      T zero;
+      memset(static_cast<void*>(&zero), 0, sizeof(T));
+      lane_out<T>(l, i) = zero;
+    }
+  }
+}
+
+inline uint32_t lowest_active(const SimdLanes& l, uint32_t s, uint32_t width) {
+  for (uint32_t i = s; i < s + width; ++i)
+    if (l.lane[i]) return i;
+  return s;
+}
+
+}  // namespace mk
+
+namespace metal {
+
+// simd_vote: the ballot result (bit i = lane i).
+struct simd_vote {
+  using vote_t = uint64_t;
+  vote_t bits = 0;
+  constexpr simd_vote() = default;
+  constexpr explicit simd_vote(vote_t v) : bits(v) {}
+  constexpr explicit operator vote_t() const { return bits; }
+  constexpr bool all() const { return bits == 0xffffffffull; }
+  constexpr bool any() const { return bits != 0; }
+};
+using quad_vote = simd_vote;
+
+#define MK_SIMD_SEGMENTED(PREFIX, WIDTH)                                                  \
+  template <class T>                                                                      \
+  __attribute__((always_inline)) inline T PREFIX##_sum(T x) {                             \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_SUM, [](const ::mk::SimdLanes& l) { \
+      ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return a + b; });   \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T>                                                                      \
+  __attribute__((always_inline)) inline T PREFIX##_product(T x) {                         \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PRODUCT, [](const ::mk::SimdLanes& l) { \
+      ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return a * b; });   \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T>                                                                      \
+  __attribute__((always_inline)) inline T PREFIX##_min(T x) {                             \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_MIN, [](const ::mk::SimdLanes& l) { \
+      ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return ::metal::min(a, b); }); \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T>                                                                      \
+  __attribute__((always_inline)) inline T PREFIX##_max(T x) {                             \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_MAX, [](const ::mk::SimdLanes& l) { \
+      ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return ::metal::max(a, b); }); \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T>                                                                      \
+  __attribute__((always_inline)) inline T PREFIX##_and(T x) {                             \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_AND, [](const ::mk::SimdLanes& l) { \
+      ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return a & b; });   \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T>                                                                      \
+  __attribute__((always_inline)) inline T PREFIX##_or(T x) {                              \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_OR, [](const ::mk::SimdLanes& l) { \
+      ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return a | b; });   \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T>                                                                      \
+  __attribute__((always_inline)) inline T PREFIX##_xor(T x) {                             \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_XOR, [](const ::mk::SimdLanes& l) { \
+      ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return a ^ b; });   \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T>                                                                      \
+  __attribute__((always_inline)) inline T PREFIX##_prefix_inclusive_sum(T x) {            \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PREFIX_INCLUSIVE_SUM, [](const ::mk::SimdLanes& l) { \
+      ::mk::scan_segments<T>(l, WIDTH, true, T(0), [](const T& a, const T& b) { return a + b; }); \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T>                                                                      \
+  __attribute__((always_inline)) inline T PREFIX##_prefix_exclusive_sum(T x) {            \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PREFIX_EXCLUSIVE_SUM, [](const ::mk::SimdLanes& l) { \
+      ::mk::scan_segments<T>(l, WIDTH, false, T(0), [](const T& a, const T& b) { return a + b; }); \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T>                                                                      \
+  __attribute__((always_inline)) inline T PREFIX##_prefix_inclusive_product(T x) {        \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PREFIX_INCLUSIVE_PRODUCT, [](const ::mk::SimdLanes& l) { \
+      ::mk::scan_segments<T>(l, WIDTH, true, T(1), [](const T& a, const T& b) { return a * b; }); \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T>                                                                      \
+  __attribute__((always_inline)) inline T PREFIX##_prefix_exclusive_product(T x) {        \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PREFIX_EXCLUSIVE_PRODUCT, [](const ::mk::SimdLanes& l) { \
+      ::mk::scan_segments<T>(l, WIDTH, false, T(1), [](const T& a, const T& b) { return a * b; }); \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T, class I>                                                             \
+  __attribute__((always_inline)) inline T PREFIX##_shuffle(T x, I lane) {                 \
+    return ::mk::simd_collective<T, T>(x, uint32_t(lane), ::mk::SIMD_SHUFFLE, [](const ::mk::SimdLanes& l) { \
+      ::mk::permute_segments<T>(l, WIDTH, [](uint32_t, uint32_t a) { return int64_t(a % WIDTH); }); \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T, class I>                                                             \
+  __attribute__((always_inline)) inline T PREFIX##_broadcast(T x, I lane) {               \
+    return ::mk::simd_collective<T, T>(x, uint32_t(lane), ::mk::SIMD_BROADCAST, [](const ::mk::SimdLanes& l) { \
+      ::mk::permute_segments<T>(l, WIDTH, [](uint32_t, uint32_t a) { return int64_t(a % WIDTH); }); \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T, class I>                                                             \
+  __attribute__((always_inline)) inline T PREFIX##_shuffle_up(T x, I delta) {             \
+    return ::mk::simd_collective<T, T>(x, uint32_t(delta), ::mk::SIMD_SHUFFLE_UP, [](const ::mk::SimdLanes& l) { \
+      ::mk::permute_segments<T>(l, WIDTH, [](uint32_t i, uint32_t d) { return int64_t(i) - d; }); \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T, class I>                                                             \
+  __attribute__((always_inline)) inline T PREFIX##_shuffle_down(T x, I delta) {           \
+    return ::mk::simd_collective<T, T>(x, uint32_t(delta), ::mk::SIMD_SHUFFLE_DOWN, [](const ::mk::SimdLanes& l) { \
+      ::mk::permute_segments<T>(l, WIDTH, [](uint32_t i, uint32_t d) { return int64_t(i) + d; }); \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T, class I>                                                             \
+  __attribute__((always_inline)) inline T PREFIX##_shuffle_xor(T x, I mask) {             \
+    return ::mk::simd_collective<T, T>(x, uint32_t(mask), ::mk::SIMD_SHUFFLE_XOR, [](const ::mk::SimdLanes& l) { \
+      ::mk::permute_segments<T>(l, WIDTH, [](uint32_t i, uint32_t m) { return int64_t((i ^ m) % WIDTH); }); \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T, class I>                                                             \
+  __attribute__((always_inline)) inline T PREFIX##_shuffle_rotate_up(T x, I delta) {      \
+    return ::mk::simd_collective<T, T>(x, uint32_t(delta), ::mk::SIMD_SHUFFLE_ROTATE_UP, [](const ::mk::SimdLanes& l) { \
+      ::mk::permute_segments<T>(l, WIDTH, [](uint32_t i, uint32_t d) { return int64_t((i + WIDTH - d % WIDTH) % WIDTH); }); \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T, class I>                                                             \
+  __attribute__((always_inline)) inline T PREFIX##_shuffle_rotate_down(T x, I delta) {    \
+    return ::mk::simd_collective<T, T>(x, uint32_t(delta), ::mk::SIMD_SHUFFLE_ROTATE_DOWN, [](const ::mk::SimdLanes& l) { \
+      ::mk::permute_segments<T>(l, WIDTH, [](uint32_t i, uint32_t d) { return int64_t((i + d) % WIDTH); }); \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T, class I>                                                             \
+  __attribute__((always_inline)) inline T PREFIX##_shuffle_and_fill_up(T x, T fill, I delta, uint32_t modulo = WIDTH) { \
+    ::mk::DataAndFill<T> in{x, fill};                                                     \
+    return ::mk::simd_collective<::mk::DataAndFill<T>, T>(in, uint32_t(delta) | (modulo << 16), ::mk::SIMD_SHUFFLE_AND_FILL_UP, [](const ::mk::SimdLanes& l) { \
+      ::mk::fill_segments<T>(l, WIDTH, true);                                             \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T, class I>                                                             \
+  __attribute__((always_inline)) inline T PREFIX##_shuffle_and_fill_down(T x, T fill, I delta, uint32_t modulo = WIDTH) { \
+    ::mk::DataAndFill<T> in{x, fill};                                                     \
+    return ::mk::simd_collective<::mk::DataAndFill<T>, T>(in, uint32_t(delta) | (modulo << 16), ::mk::SIMD_SHUFFLE_AND_FILL_DOWN, [](const ::mk::SimdLanes& l) { \
+      ::mk::fill_segments<T>(l, WIDTH, false);                                            \
+    });                                                                                   \
+  }                                                                                       \
+  template <class T>                                                                      \
+  __attribute__((always_inline)) inline T PREFIX##_broadcast_first(T x) {                 \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_BROADCAST_FIRST, [](const ::mk::SimdLanes& l) { \
+      for (uint32_t s = 0; s < MK_SIMD_WIDTH; s += WIDTH) {                               \
+        const uint32_t first = ::mk::lowest_active(l, s, WIDTH);                          \
+        for (uint32_t i = s; i < s + WIDTH; ++i)                                          \
+          if (l.lane[i]) ::mk::lane_out<T>(l, i) = ::mk::lane_in<T>(l, first);            \
+      }                                                                                   \
+    });                                                                                   \
+  }                                                                                       \
+  __attribute__((always_inline)) inline simd_vote PREFIX##_ballot(bool b) {               \
+    return ::mk::simd_collective<bool, simd_vote>(b, 0, ::mk::SIMD_BALLOT, [](const ::mk::SimdLanes& l) { \
+      for (uint32_t s = 0; s < MK_SIMD_WIDTH; s += WIDTH) {                               \
+        uint64_t bits = 0;                                                                \
+        for (uint32_t i = s; i < s + WIDTH; ++i)                                          \
+          if (l.lane[i] && ::mk::lane_in<bool>(l, i)) bits |= uint64_t(1) << (i - (WIDTH == MK_SIMD_WIDTH ? 0 : s)); \
+        for (uint32_t i = s; i < s + WIDTH; ++i)                                          \
+          if (l.lane[i]) ::mk::lane_out<simd_vote>(l, i) = simd_vote(bits);               \
+      }                                                                                   \
+    });                                                                                   \
+  }                                                                                       \
+  __attribute__((always_inline)) inline simd_vote PREFIX##_active_threads_mask() {        \
+    return PREFIX##_ballot(true);                                                         \
+  }                                                                                       \
+  __attribute__((always_inline)) inline bool PREFIX##_any(bool b) {                       \
+    return ::mk::simd_collective<bool, bool>(b, 0, ::mk::SIMD_ANY, [](const ::mk::SimdLanes& l) { \
+      ::mk::reduce_segments<bool>(l, WIDTH, [](bool a, bool c) { return a || c; });       \
+    });                                                                                   \
+  }                                                                                       \
+  __attribute__((always_inline)) inline bool PREFIX##_all(bool b) {                       \
+    return ::mk::simd_collective<bool, bool>(b, 0, ::mk::SIMD_ALL, [](const ::mk::SimdLanes& l) { \
+      ::mk::reduce_segments<bool>(l, WIDTH, [](bool a, bool c) { return a && c; });       \
+    });                                                                                   \
+  }                                                                                       \
+  __attribute__((always_inline)) inline bool PREFIX##_is_first() {                        \
+    const bool unused = false;                                                            \
+    return ::mk::simd_collective<bool, bool>(unused, 0, ::mk::SIMD_IS_FIRST, [](const ::mk::SimdLanes& l) { \
+      for (uint32_t s = 0; s < MK_SIMD_WIDTH; s += WIDTH) {                               \
+        const uint32_t first = ::mk::lowest_active(l, s, WIDTH);                          \
+        for (uint32_t i = s; i < s + WIDTH; ++i)                                          \
+          if (l.lane[i]) ::mk::lane_out<bool>(l, i) = (i == first);                       \
+      }                                                                                   \
+    });                                                                                   \
+  }
+
+MK_SIMD_SEGMENTED(simd, 32)
+MK_SIMD_SEGMENTED(quad, 4)
+#undef MK_SIMD_SEGMENTED
+
+__attribute__((always_inline)) inline void simdgroup_barrier(mem_flags) {
+  const bool unused = false;
+  (void)::mk::simd_collective<bool, bool>(unused, 0, ::mk::SIMD_BARRIER,
+                                          [](const ::mk::SimdLanes&) {});
+}
+
+}  // namespace metal

@@ -1,0 +1,67 @@
+"""ctypes view of the runtime library (mirrors include/mk/abi.h)."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import threading
+
+from .compiler import build_runtime_library
+
+ABI_VERSION = 1
+
+
+class U3(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_uint32), ("y", ctypes.c_uint32), ("z", ctypes.c_uint32)]
+
+
+class Launch(ctypes.Structure):
+    _fields_ = [
+        ("buffers", ctypes.POINTER(ctypes.c_void_p)),
+        ("buffer_sizes", ctypes.POINTER(ctypes.c_uint64)),
+        ("nbuffers", ctypes.c_uint32),
+        ("threads_per_grid", U3),
+        ("threads_per_threadgroup", U3),
+        ("threadgroups_per_grid", U3),
+        ("ntg_buffers", ctypes.c_uint32),
+        ("tg_buffer_sizes", ctypes.POINTER(ctypes.c_uint32)),
+    ]
+
+
+class ErrorInfo(ctypes.Structure):
+    _fields_ = [
+        ("kind", ctypes.c_int32),
+        ("signal", ctypes.c_int32),
+        ("address", ctypes.c_uint64),
+        ("thread", ctypes.c_uint32 * 3),
+        ("group", ctypes.c_uint32 * 3),
+        ("message", ctypes.c_char * 512),
+    ]
+
+
+_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def runtime() -> ctypes.CDLL:
+    with _lock:
+        lib = ctypes.CDLL(build_runtime_library(), mode=os.RTLD_NOW | os.RTLD_LOCAL)
+        lib.mkrt_abi_version.restype = ctypes.c_int
+        if lib.mkrt_abi_version() != ABI_VERSION:
+            raise RuntimeError("metal-kernel runtime library ABI mismatch; clear the cache")
+        lib.mkrt_api.restype = ctypes.c_void_p
+        lib.mkrt_init.argtypes = [ctypes.c_int]
+        lib.mkrt_init.restype = ctypes.c_int
+        lib.mkrt_dispatch.argtypes = [ctypes.c_void_p, ctypes.POINTER(Launch), ctypes.POINTER(ErrorInfo)]
+        lib.mkrt_dispatch.restype = ctypes.c_int
+        nthreads = int(os.environ.get("METAL_KERNEL_NUM_THREADS", "0") or 0)
+        lib.mkrt_init(nthreads)
+        return lib
+
+
+def load_kernel_library(path: str) -> ctypes.CDLL:
+    rt = runtime()
+    lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    ctypes.c_void_p.in_dll(lib, "__mk_rt").value = rt.mkrt_api()
+    return lib

@@ -1,0 +1,628 @@
+// The runtime library: runs a dispatch's threadgroups on a pool of worker
+// threads, and the threads of one threadgroup cooperatively so that barriers
+// and simdgroup functions have Metal's meaning.
+//
+// A threadgroup starts in "direct" mode: one fiber runs its threads one after
+// the other through the kernel's loop (mk/runtime.h). Most kernels never
+// synchronise and finish that way, with no context switch per thread. The
+// first barrier or simd function switches the group to fiber mode: the
+// calling thread keeps the fiber it runs on, the threads after it get fibers
+// of their own, the threads before it have already finished (a legal Metal
+// schedule, since they never waited for anyone). The scheduler then runs
+// ready fibers until all are blocked, resolves simdgroup calls (active lanes
+// = lanes blocked at the same call site) and barriers, and repeats.
+//
+// Faults in kernel code (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP) end the
+// dispatch with an error naming the thread; the process lives on.
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "mk/abi.h"
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+using namespace mk;
+
+namespace {
+
+// ---------------------------------------------------------------- fibers --
+
+constexpr size_t kStackSize = 256 * 1024;
+constexpr size_t kGuard = 4096;
+
+struct Stack {
+  char* base = nullptr;  // lowest address, guard page included
+  char* top() const { return base + kStackSize + kGuard; }
+};
+
+Stack new_stack() {
+  Stack s;
+  void* p = mmap(nullptr, kStackSize + kGuard, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return s;
+  mprotect(p, kGuard, PROT_NONE);  // overflow faults instead of corrupting
+  s.base = static_cast<char*>(p);
+  return s;
+}
+
+typedef void (*FiberMain)(void*, void*);
+
+#if defined(__x86_64__)
+extern "C" void mk_switch(void** save_sp, void* new_sp);
+extern "C" void mk_fiber_trampoline();
+// Saves callee-saved registers, MXCSR and the x87 control word on the current
+// stack, stores the stack pointer, and resumes the other context.
+asm(R"(
+.text
+.p2align 4
+.hidden mk_switch
+.globl mk_switch
+.type mk_switch,@function
+mk_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+.size mk_switch,.-mk_switch
+.p2align 4
+.hidden mk_fiber_trampoline
+.globl mk_fiber_trampoline
+.type mk_fiber_trampoline,@function
+mk_fiber_trampoline:
+  movq %r12, %rdi
+  movq %r13, %rsi
+  callq *%r14
+  ud2
+.size mk_fiber_trampoline,.-mk_fiber_trampoline
+)");
+
+struct Context {
+  void* sp = nullptr;
+};
+
+// Lays out a stack so that switching to it enters fn(a, b).
+void make_context(Context* c, const Stack& s, FiberMain fn, void* a, void* b) {
+  uintptr_t top = reinterpret_cast<uintptr_t>(s.top()) & ~uintptr_t(15);
+  uint64_t* p = reinterpret_cast<uint64_t*>(top);
+  *--p = reinterpret_cast<uint64_t>(&mk_fiber_trampoline);  // return address
+  *--p = 0;                                                 // rbp
+  *--p = 0;                                                 // rbx
+  *--p = reinterpret_cast<uint64_t>(a);                     // r12
+  *--p = reinterpret_cast<uint64_t>(b);                     // r13
+  *--p = reinterpret_cast<uint64_t>(fn);                    // r14
+  *--p = 0;                                                 // r15
+  *--p = 0x037F00001F80ull;  // MXCSR default, x87 control word default
+  c->sp = p;
+}
+inline void switch_context(Context* from, Context* to) { mk_switch(&from->sp, to->sp); }
+#else
+struct Context {
+  ucontext_t uc;
+};
+void make_context(Context* c, const Stack& s, FiberMain fn, void* a, void* b) {
+  getcontext(&c->uc);
+  c->uc.uc_stack.ss_sp = s.base + kGuard;
+  c->uc.uc_stack.ss_size = kStackSize;
+  c->uc.uc_link = nullptr;
+  // makecontext passes ints; split the pointers.
+  makecontext(&c->uc, (void (*)())fn, 2, a, b);
+}
+inline void switch_context(Context* from, Context* to) { swapcontext(&from->uc, &to->uc); }
+#endif
+
+// ------------------------------------------------------------ the group --
+
+enum ThreadState : uint8_t { NEW, READY, RUNNING, AT_BARRIER, AT_SIMD, DONE };
+
+struct Thread {
+  ThreadState state = DONE;
+  Context ctx;
+  Run run;
+  SimdCall* call = nullptr;
+  uintptr_t site = 0;
+  uintptr_t depth = 0;
+  SimdLanes* lanes_for_leader = nullptr;
+  uintptr_t stack_top = 0;  // of the fiber this thread runs on
+};
+
+struct ErrorInfo {
+  int32_t kind;  // 0 none, 1 memory fault, 2 arithmetic, 3 runtime, 4 trap
+  int32_t signal;
+  uint64_t address;
+  uint32_t thread[3];
+  uint32_t group[3];
+  char message[512];
+};
+
+struct Dispatch;
+
+struct Worker {
+  sigjmp_buf abort_jmp;
+  volatile sig_atomic_t in_kernel = 0;
+  Dispatch* dispatch = nullptr;
+
+  // The threadgroup being run.
+  EntryFn entry = nullptr;
+  const Launch* launch = nullptr;
+  bool fiber_mode = false;
+  uint32_t nthreads = 0;
+  uint32_t running = 0;  // index of the running thread (fiber mode)
+  Run run0;              // the direct-mode run
+  Context sched;         // the scheduler's own context
+  Context direct_ctx;    // fiber 0's context before the upgrade
+  std::vector<Thread> threads;
+  std::vector<Stack> stacks;
+  SimdLanes lanes[MK_MAX_THREADS_PER_GROUP / MK_SIMD_WIDTH];
+
+  // Threadgroup memory.
+  alignas(64) char tg_memory[MK_MAX_TG_MEMORY];
+  size_t tg_used = 0;
+  void* tg_slots[MK_MAX_TG_SLOTS];
+  void* tg_buffers[64];
+
+  Worker() : threads(MK_MAX_THREADS_PER_GROUP) {}
+
+  Stack& stack(uint32_t i) {
+    if (stacks.size() <= i) stacks.resize(i + 1);
+    if (!stacks[i].base) stacks[i] = new_stack();
+    return stacks[i];
+  }
+};
+
+thread_local Worker* tls_worker = nullptr;
+
+[[noreturn]] void fail(Worker* w, int kind, const char* fmt, ...);
+
+Thread& current_thread(Worker* w) { return w->threads[w->running]; }
+
+// Position of a thread, for error reports.
+void thread_position(Worker* w, uint32_t lin, uint32_t out[3]) {
+  const u3 gs = w->run0.group_size;
+  const u3 d = w->launch->threads_per_threadgroup;
+  const u3 tg = w->run0.threadgroup_position;
+  out[0] = tg.x * d.x + lin % gs.x;
+  out[1] = tg.y * d.y + (lin / gs.x) % gs.y;
+  out[2] = tg.z * d.z + lin / (gs.x * gs.y);
+}
+
+uint32_t running_linear(Worker* w) {
+  return w->fiber_mode ? w->running
+                       : static_cast<uint32_t>(reinterpret_cast<uintptr_t>(w->run0.current));
+}
+
+void fiber_main(void* wp, void* runp) {
+  Worker* w = static_cast<Worker*>(wp);
+  Run* run = static_cast<Run*>(runp);
+  w->entry(run);
+  if (w->fiber_mode) current_thread(w).state = DONE;
+  // A finished fiber never runs again.
+  Context dead;
+  switch_context(&dead, &w->sched);
+  __builtin_unreachable();
+}
+
+// First synchronising call of a direct-mode group: continue on fibers.
+void upgrade(Worker* w) {
+  const uint32_t k = running_linear(w);
+  w->fiber_mode = true;
+  w->run0.upgraded = reinterpret_cast<const void*>(1);
+  for (uint32_t t = 0; t < k; ++t) w->threads[t].state = DONE;
+  Thread& th = w->threads[k];
+  th.state = RUNNING;
+  th.stack_top = reinterpret_cast<uintptr_t>(w->stacks[0].top());
+  for (uint32_t t = k + 1; t < w->nthreads; ++t) w->threads[t].state = NEW;
+  w->running = k;
+}
+
+// Blocks the running thread; returns when the scheduler resumes it.
+void block(Worker* w, ThreadState s) {
+  Thread& th = current_thread(w);
+  th.state = s;
+  // Thread k of an upgraded group still runs on fiber 0's stack and context.
+  switch_context(&th.ctx, &w->sched);
+}
+
+// Depth of the caller's frame on its fiber stack: with the call site it
+// identifies "the same call" across lanes (same code, same call path).
+uintptr_t stack_depth(const Thread& th) {
+  return th.stack_top - reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+}
+
+void api_barrier(uint32_t flags, uintptr_t site) {
+  Worker* w = tls_worker;
+  if (!w->fiber_mode) upgrade(w);
+  Thread& th = current_thread(w);
+  th.site = site;
+  (void)flags;
+  block(w, AT_BARRIER);
+}
+
+SimdLanes* api_simd_sync(SimdCall* call, uintptr_t site) {
+  Worker* w = tls_worker;
+  if (!w->fiber_mode) upgrade(w);
+  Thread& th = current_thread(w);
+  th.call = call;
+  th.site = site;
+  th.depth = stack_depth(th);
+  th.lanes_for_leader = nullptr;
+  block(w, AT_SIMD);
+  return current_thread(w).lanes_for_leader;
+}
+
+void* api_threadgroup_alloc(uint32_t slot, size_t size, size_t align) {
+  Worker* w = tls_worker;
+  if (slot >= MK_MAX_TG_SLOTS) fail(w, 3, "too many threadgroup variables (more than %d)", MK_MAX_TG_SLOTS);
+  void*& p = w->tg_slots[slot];
+  if (!p) {
+    size_t at = (w->tg_used + align - 1) & ~(align - 1);
+    if (at + size > MK_MAX_TG_MEMORY)
+      fail(w, 3,
+           "threadgroup memory exhausted: the kernel needs more than %d bytes "
+           "(Metal devices offer %d)",
+           int(at + size), MK_MAX_TG_MEMORY);
+    p = w->tg_memory + at;
+    w->tg_used = at + size;
+  }
+  return p;
+}
+
+void api_fail(const char* message) { fail(tls_worker, 3, "%s", message); }
+
+const RuntimeApi kApi = {MK_ABI_VERSION, api_barrier, api_simd_sync, api_threadgroup_alloc,
+                         api_fail};
+
+// Runs every ready fiber, then resolves simdgroup calls and barriers.
+void schedule(Worker* w) {
+  const uint32_t n = w->nthreads;
+  for (;;) {
+    for (uint32_t t = 0; t < n; ++t) {
+      Thread& th = w->threads[t];
+      if (th.state == NEW) {
+        th.run = w->run0;
+        th.run.begin = t;
+        th.run.end = t + 1;
+        th.run.upgraded = reinterpret_cast<const void*>(1);
+        const Stack& st = w->stack(t + 1);
+        th.stack_top = reinterpret_cast<uintptr_t>(st.top());
+        make_context(&th.ctx, st, fiber_main, w, &th.run);
+        th.state = READY;
+      }
+      if (th.state == READY) {
+        w->running = t;
+        th.state = RUNNING;
+        switch_context(&w->sched, &th.ctx);
+      }
+    }
+    bool resolved = false;
+    const uint32_t nsimd = (n + MK_SIMD_WIDTH - 1) / MK_SIMD_WIDTH;
+    for (uint32_t s = 0; s < nsimd; ++s) {
+      const uint32_t lo = s * MK_SIMD_WIDTH;
+      const uint32_t hi = lo + MK_SIMD_WIDTH < n ? lo + MK_SIMD_WIDTH : n;
+      // Lanes blocked at the same call site (and stack depth) form the
+      // active set; of several sites, the lowest address goes first (it is
+      // usually the earlier code, e.g. a loop body before the code after it).
+      bool found = false;
+      uintptr_t site = 0, depth = 0;
+      for (uint32_t t = lo; t < hi; ++t) {
+        const Thread& th = w->threads[t];
+        if (th.state != AT_SIMD) continue;
+        if (!found || th.site < site || (th.site == site && th.depth < depth)) {
+          site = th.site;
+          depth = th.depth;
+          found = true;
+        }
+      }
+      if (!found) continue;
+      SimdLanes& l = w->lanes[s];
+      memset(&l, 0, sizeof l);
+      l.count = hi - lo;
+      Thread* leader = nullptr;
+      for (uint32_t t = lo; t < hi; ++t) {
+        Thread& th = w->threads[t];
+        if (th.state == AT_SIMD && th.site == site && th.depth == depth) {
+          l.lane[t - lo] = th.call;
+          l.active_mask |= 1u << (t - lo);
+          th.state = READY;
+          if (!leader) leader = &th;
+        }
+      }
+      leader->lanes_for_leader = &l;
+      resolved = true;
+    }
+    if (resolved) continue;
+    bool waiting = false;
+    for (uint32_t t = 0; t < n; ++t) {
+      if (w->threads[t].state == AT_BARRIER) {
+        w->threads[t].state = READY;
+        waiting = true;
+      }
+    }
+    if (!waiting) return;  // every thread is done
+  }
+}
+
+void run_group(Worker* w, uint64_t index) {
+  const Launch* l = w->launch;
+  const u3 ng = l->threadgroups_per_grid;
+  const u3 d = l->threads_per_threadgroup;
+  const u3 tg = {uint32_t(index % ng.x), uint32_t((index / ng.x) % ng.y),
+                 uint32_t(index / (uint64_t(ng.x) * ng.y))};
+  auto extent = [](uint32_t grid, uint32_t pos, uint32_t size) {
+    const uint64_t start = uint64_t(pos) * size;
+    return uint32_t(grid - start < size ? grid - start : size);
+  };
+  const u3 gs = {extent(l->threads_per_grid.x, tg.x, d.x), extent(l->threads_per_grid.y, tg.y, d.y),
+                 extent(l->threads_per_grid.z, tg.z, d.z)};
+  w->nthreads = gs.x * gs.y * gs.z;
+  w->fiber_mode = false;
+  w->running = 0;
+  memset(w->tg_slots, 0, sizeof w->tg_slots);
+  w->tg_used = 0;
+  for (uint32_t i = 0; i < l->ntg_buffers && i < 64; ++i) {
+    size_t at = (w->tg_used + 15) & ~size_t(15);
+    w->tg_buffers[i] = w->tg_memory + at;
+    w->tg_used = at + l->tg_buffer_sizes[i];
+  }
+  Run& r = w->run0;
+  r.group = reinterpret_cast<Group*>(w);
+  r.launch = l;
+  r.threadgroup_position = tg;
+  r.group_size = gs;
+  r.begin = 0;
+  r.end = w->nthreads;
+  r.current = nullptr;
+  r.upgraded = nullptr;
+  r.tg_buffers = w->tg_buffers;
+  make_context(&w->direct_ctx, w->stack(0), fiber_main, w, &r);
+  switch_context(&w->sched, &w->direct_ctx);
+  if (w->fiber_mode) {
+    // The upgrading thread's saved context lives in threads[k].ctx now.
+    schedule(w);
+  }
+}
+
+// ------------------------------------------------------------- dispatch --
+
+struct Dispatch {
+  EntryFn entry;
+  const Launch* launch;
+  uint64_t ngroups;
+  std::atomic<uint64_t> next{0};
+  std::atomic<int> failed{0};
+  ErrorInfo* error;
+  std::mutex error_mutex;
+};
+
+void record_error(Worker* w, int kind, int sig, uint64_t addr, const char* msg) {
+  Dispatch* d = w->dispatch;
+  std::lock_guard<std::mutex> lock(d->error_mutex);
+  if (d->failed.exchange(1)) return;  // keep the first error
+  ErrorInfo* e = d->error;
+  e->kind = kind;
+  e->signal = sig;
+  e->address = addr;
+  thread_position(w, running_linear(w), e->thread);
+  e->group[0] = w->run0.threadgroup_position.x;
+  e->group[1] = w->run0.threadgroup_position.y;
+  e->group[2] = w->run0.threadgroup_position.z;
+  snprintf(e->message, sizeof e->message, "%s", msg);
+}
+
+[[noreturn]] void fail(Worker* w, int kind, const char* fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  record_error(w, kind, 0, 0, msg);
+  siglongjmp(w->abort_jmp, 1);
+}
+
+// --------------------------------------------------------------- signals --
+
+const int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP};
+struct sigaction g_previous[32];
+std::atomic<bool> g_handlers_installed{false};
+
+void on_fault(int sig, siginfo_t* info, void* uctx) {
+  Worker* w = tls_worker;
+  if (!w || !w->in_kernel) {
+    // Not ours: hand the signal to whoever had it before.
+    const struct sigaction& prev = g_previous[sig];
+    if (prev.sa_flags & SA_SIGINFO) {
+      if (prev.sa_sigaction) prev.sa_sigaction(sig, info, uctx);
+      return;
+    }
+    if (prev.sa_handler == SIG_IGN) return;
+    if (prev.sa_handler == SIG_DFL || prev.sa_handler == nullptr) {
+      signal(sig, SIG_DFL);
+      raise(sig);
+      return;
+    }
+    prev.sa_handler(sig);
+    return;
+  }
+  const char* what = "fault";
+  int kind = 1;
+  switch (sig) {
+    case SIGSEGV:
+      what = "invalid memory access (segmentation fault)";
+      break;
+    case SIGBUS:
+      what = "misaligned or invalid memory access (bus error)";
+      break;
+    case SIGFPE:
+      kind = 2;
+      what = info->si_code == FPE_INTDIV ? "integer division by zero"
+             : info->si_code == FPE_INTOVF ? "integer division overflow"
+                                           : "arithmetic exception";
+      break;
+    case SIGILL:
+    case SIGTRAP:
+      kind = 4;
+      what = "trap (__builtin_trap / unreachable code reached)";
+      break;
+  }
+  w->in_kernel = 0;
+  record_error(w, kind, sig, reinterpret_cast<uint64_t>(info->si_addr), what);
+  siglongjmp(w->abort_jmp, 1);
+}
+
+void install_handlers() {
+  for (int sig : kSignals) {
+    struct sigaction cur;
+    sigaction(sig, nullptr, &cur);
+    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_fault) continue;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    g_previous[sig] = cur;
+    sigaction(sig, &sa, nullptr);
+  }
+  g_handlers_installed = true;
+}
+
+// ------------------------------------------------------------------ pool --
+
+struct Pool {
+  std::mutex m;
+  std::condition_variable wake, done;
+  std::vector<std::thread> threads;
+  Dispatch* job = nullptr;
+  uint64_t generation = 0;
+  int busy = 0;
+  std::mutex dispatch_mutex;  // one dispatch at a time
+};
+
+Pool* g_pool = nullptr;
+
+void work(Worker* w, Dispatch* d) {
+  w->dispatch = d;
+  w->entry = d->entry;
+  w->launch = d->launch;
+  for (;;) {
+    if (d->failed.load(std::memory_order_relaxed)) break;
+    const uint64_t g = d->next.fetch_add(1);
+    if (g >= d->ngroups) break;
+    if (sigsetjmp(w->abort_jmp, 1) == 0) {
+      w->in_kernel = 1;
+      run_group(w, g);
+      w->in_kernel = 0;
+    } else {
+      w->in_kernel = 0;
+      break;  // the group was abandoned; its fibers are reset next time
+    }
+  }
+}
+
+void worker_main(Pool* p) {
+  Worker* w = new Worker();
+  tls_worker = w;
+  // Faults on a fiber (stack overflow included) are handled on this stack.
+  stack_t ss;
+  ss.ss_sp = malloc(1 << 16);
+  ss.ss_size = 1 << 16;
+  ss.ss_flags = 0;
+  sigaltstack(&ss, nullptr);
+  uint64_t seen = 0;
+  for (;;) {
+    Dispatch* d;
+    {
+      std::unique_lock<std::mutex> lock(p->m);
+      p->wake.wait(lock, [&] { return p->generation != seen; });
+      seen = p->generation;
+      d = p->job;
+    }
+    work(w, d);
+    {
+      std::lock_guard<std::mutex> lock(p->m);
+      if (--p->busy == 0) p->done.notify_all();
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int mkrt_abi_version() { return MK_ABI_VERSION; }
+
+__attribute__((visibility("default"))) const RuntimeApi* mkrt_api() { return &kApi; }
+
+__attribute__((visibility("default"))) int mkrt_init(int nthreads) {
+  if (g_pool) return int(g_pool->threads.size());
+  if (nthreads <= 0) {
+    nthreads = int(std::thread::hardware_concurrency());
+    if (nthreads <= 0) nthreads = 1;
+  }
+  g_pool = new Pool();
+  for (int i = 0; i < nthreads; ++i) {
+    g_pool->threads.emplace_back(worker_main, g_pool);
+    g_pool->threads.back().detach();
+  }
+  return nthreads;
+}
+
+// Runs one dispatch to completion. Returns 0, or 1 with `error` filled.
+__attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const Launch* launch,
+                                                         ErrorInfo* error) {
+  if (!g_pool) mkrt_init(0);
+  memset(error, 0, sizeof *error);
+  const uint64_t ngroups = uint64_t(launch->threadgroups_per_grid.x) *
+                           launch->threadgroups_per_grid.y * launch->threadgroups_per_grid.z;
+  if (ngroups == 0) return 0;
+  std::lock_guard<std::mutex> serial(g_pool->dispatch_mutex);
+  install_handlers();
+  Dispatch d;
+  d.entry = entry;
+  d.launch = launch;
+  d.ngroups = ngroups;
+  d.error = error;
+  {
+    std::unique_lock<std::mutex> lock(g_pool->m);
+    g_pool->job = &d;
+    g_pool->busy = int(g_pool->threads.size());
+    g_pool->generation++;
+    g_pool->wake.notify_all();
+    g_pool->done.wait(lock, [] { return g_pool->busy == 0; });
+    g_pool->job = nullptr;
+  }
+  return d.failed.load() ? 1 : 0;
+}
+
+}  // extern "C"

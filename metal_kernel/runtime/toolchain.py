@@ -1,0 +1,87 @@
+"""Finds the C++ compiler the runtime builds kernels with.
+
+Order: $METAL_KERNEL_CXX (a command line), the clang bundled in the `ziglang`
+wheel (PyPI), then a system clang++ new enough for the extensions we use.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from .errors import ToolchainError
+
+MIN_CLANG = 17  # arithmetic on __bf16, -fdeclspec properties on templates
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    command: tuple[str, ...]  # e.g. ("/…/zig", "c++")
+    version: str  # first line of --version
+    identity: str  # hash of command + version, part of every cache key
+    is_zig: bool
+
+    def cxx(self, *args: str) -> list[str]:
+        return [*self.command, *args]
+
+
+def _version(cmd: list[str]) -> str | None:
+    try:
+        out = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
+
+
+def _clang_major(version: str) -> int:
+    import re
+
+    m = re.search(r"clang version (\d+)", version)
+    return int(m.group(1)) if m else 0
+
+
+def _zig_command() -> list[str] | None:
+    try:
+        import ziglang  # noqa: F401
+    except ImportError:
+        return None
+    zig = os.path.join(os.path.dirname(sys.modules["ziglang"].__file__), "zig")
+    if os.path.exists(zig):
+        return [zig, "c++"]
+    return [sys.executable, "-m", "ziglang", "c++"]
+
+
+@functools.lru_cache(maxsize=1)
+def find_toolchain() -> Toolchain:
+    candidates: list[tuple[list[str], bool]] = []
+    env = os.environ.get("METAL_KERNEL_CXX")
+    if env:
+        candidates.append((shlex.split(env), "zig" in env))
+    zig = _zig_command()
+    if zig:
+        candidates.append((zig, True))
+    for name in ("clang++", "clang++-22", "clang++-21", "clang++-20", "clang++-19", "clang++-18",
+                 "clang++-17"):
+        path = shutil.which(name)
+        if path:
+            candidates.append(([path], False))
+    tried = []
+    for cmd, is_zig in candidates:
+        version = _version(cmd)
+        tried.append(f"{' '.join(cmd)}: {version or 'not runnable'}")
+        if version and _clang_major(version) >= MIN_CLANG:
+            ident = hashlib.sha256(("\0".join(cmd) + "\0" + version).encode()).hexdigest()[:16]
+            return Toolchain(tuple(cmd), version, ident, is_zig)
+    raise ToolchainError(
+        f"metal-kernel needs clang >= {MIN_CLANG} to run Metal kernels on the CPU. "
+        "Install it with `pip install ziglang` (bundles clang), or point "
+        "METAL_KERNEL_CXX at a clang++. Tried: " + ("; ".join(tried) or "nothing found")
+    )
