@@ -48,6 +48,7 @@ COMMON_FLAGS = [
     "-fno-rtti",
     "-fno-math-errno",
     "-fwrapv",  # GPU integer arithmetic wraps
+    "-fno-omit-frame-pointer",  # the scheduler tells simd call paths apart by them
     # x86 traps on integer division by zero; report it (see mk/prelude.h)
     "-fsanitize=integer-divide-by-zero", "-fsanitize-minimal-runtime", "-fno-sanitize-recover=all",
     "-fdeclspec",  # vector swizzles are declspec properties
@@ -273,7 +274,8 @@ def _entries_from_json(data: list) -> list[KernelEntry]:
     return out
 
 
-def compile_library(source: str, opts: CompileOptions) -> CompiledLibrary:
+def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) -> CompiledLibrary:
+    """The compiled library for `source`; `rebuild` ignores (and replaces) cached files."""
     tc = find_toolchain()
     base = cache_dir()
     manifest_key = _sha("manifest", source, json.dumps(opts.key(), sort_keys=True, default=str),
@@ -285,7 +287,7 @@ def compile_library(source: str, opts: CompileOptions) -> CompiledLibrary:
         data = json.loads(manifest.read_text())
         so = base / "objects" / f"{data['object']}.so"
         meta = json.loads((base / "objects" / f"{data['object']}.json").read_text())
-        if so.exists() and _deps_fresh(data["deps"]):
+        if not rebuild and so.exists() and _deps_fresh(data["deps"]):
             return CompiledLibrary(str(so), _entries_from_json(meta["kernels"]), meta["tg_sizes_known"],
                                    data["deps"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -296,11 +298,17 @@ def compile_library(source: str, opts: CompileOptions) -> CompiledLibrary:
         fcs = dict(opts.function_constants)
         obj_key = _sha("object", pp, sorted((str(k), repr(v)) for k, v in fcs.items()), opts.optimize,
                        tc.identity, runtime_version(), cpu_identity(), extra_flags())
+        if rebuild:
+            # The cached file did not load. A new name, because the dynamic
+            # loader may still hold the old file under the old one.
+            for stale in (base / "objects").glob(f"{obj_key}*"):
+                stale.unlink(missing_ok=True)
+            obj_key += "-" + os.urandom(4).hex()
         so = base / "objects" / f"{obj_key}.so"
         meta_path = base / "objects" / f"{obj_key}.json"
         deps = dependencies(pp, opts)
         meta = None
-        if so.exists():
+        if so.exists() and not rebuild:
             try:
                 meta = json.loads(meta_path.read_text())
             except (OSError, ValueError):
@@ -345,6 +353,7 @@ def build_runtime_library() -> str:
     with tempfile.TemporaryDirectory(prefix="mk-build-", dir=base) as tmp:
         out = os.path.join(tmp, "mkrt.so")
         args = tc.cxx("-x", "c++", "-std=c++17", "-O2", "-fPIC", "-shared", "-pthread",
+                      "-fno-omit-frame-pointer",
                       "-I", str(INCLUDE_DIR), str(RUNTIME_SOURCE), "-o", out)
         proc = subprocess.run(args, capture_output=True, text=True)
         if proc.returncode != 0:

@@ -408,4 +408,8 @@ def compile_shader(source: str, *, include_dirs: Sequence[str] = (), defines: Ma
                                         key=lambda kv: str(kv[0]))),
         source_name=source_name,
     )
-    return Library(compile_library(source, opts))
+    try:
+        return Library(compile_library(source, opts))
+    except (OSError, ValueError, AttributeError):
+        # A cached library that no longer loads (truncated, foreign): rebuild it.
+        return Library(compile_library(source, opts, rebuild=True))

@@ -60,6 +60,14 @@ CXX_ATTRIBUTES = {
     "maybe_unused", "likely", "unlikely", "no_unique_address", "assume",
 }
 
+# Words that can stand right before a qualified name in a declaration
+# (`void ::ns::f`): never a namespace.
+_DECL_KEYWORDS = {
+    "void", "kernel", "inline", "static", "template", "typename", "auto", "const", "extern",
+    "constexpr", "volatile", "bool", "char", "short", "int", "long", "float", "half", "unsigned",
+    "signed", "uint", "ushort", "uchar", "ulong", "device", "constant", "thread", "threadgroup",
+}
+
 UNSUPPORTED_PARAMETER_ATTRIBUTES = {
     "stage_in": "vertex/stage_in inputs are not supported in compute kernels here",
     "texture": "textures are not supported yet",
@@ -287,6 +295,7 @@ class Rewriter:
     def run(self) -> RewriteResult:
         self.scan_literals_and_types()
         self.scan_declarations()
+        self.scan_function_constant_queries()
         self.edits.insert(
             len(self.text),
             '\nextern "C" __attribute__((visibility("default"))) '
@@ -354,16 +363,19 @@ class Rewriter:
             if in_body and t.text == "threadgroup":
                 i = self.handle_threadgroup(i)
                 continue
-            if t.text == "is_function_constant_defined" and i + 3 < n and toks[i + 1].text == "(":
+            i += 1
+
+    def scan_function_constant_queries(self):
+        """`is_function_constant_defined(x)` -> true/false (after declarations are known)."""
+        toks = self.toks
+        for i, t in enumerate(toks):
+            if t.text == "is_function_constant_defined" and i + 1 < len(toks) and toks[i + 1].text == "(":
                 close = self.match_close(i + 1)
                 name = "".join(x.text for x in toks[i + 2 : close])
                 defined = name in self.function_constants or (
                     name in self._fc_indices and self._fc_indices[name] in self.function_constants
                 )
                 self.edits.replace(t.start, toks[close].end, "true" if defined else "false")
-                i = close + 1
-                continue
-            i += 1
 
     def brace_kind(self, i: int) -> str:
         start = self.statement_start(i)
@@ -613,6 +625,9 @@ class Rewriter:
         toks = self.toks
         end = i
         while end < len(toks) and toks[end].text not in (";", "{", "("):
+            if self.is_attr_open(end):
+                end = self.attribute_span(end)[0]
+                continue
             end += 1
         if end >= len(toks) or toks[end].text != ";":
             return i + 1
@@ -674,6 +689,9 @@ class Rewriter:
             if self.is_attr_open(k):
                 k = self.attribute_span(k)[0]
                 continue
+            if toks[k].text == "decltype" and k + 1 < end and toks[k + 1].text == "(":
+                k = self.match_close(k + 1) + 1  # MLX: `decltype(f<T>) f<T>;`
+                continue
             if toks[k].text == "<" and toks[k - 1].kind == "ident":
                 k = self.match_angle(k) + 1
                 continue
@@ -700,7 +718,8 @@ class Rewriter:
         else:
             lt = None
         name_i = q
-        while q - 2 > i and toks[q - 1].text == "::" and toks[q - 2].kind == "ident":
+        while (q - 2 > i and toks[q - 1].text == "::" and toks[q - 2].kind == "ident"
+               and toks[q - 2].text not in _DECL_KEYWORDS):
             q -= 2
         if q - 1 > i and toks[q - 1].text == "::":
             q -= 1

@@ -152,8 +152,9 @@ struct Thread {
   Context ctx;
   Run run;
   SimdCall* call = nullptr;
-  uintptr_t site = 0;
-  uintptr_t depth = 0;
+  uintptr_t site = 0;   // innermost call site (orders competing sites)
+  uintptr_t depth = 0;  // stack depth at the call
+  uintptr_t path = 0;   // hash of the whole call path (groups lanes)
   SimdLanes* lanes_for_leader = nullptr;
   uintptr_t stack_top = 0;  // of the fiber this thread runs on
 };
@@ -190,7 +191,8 @@ struct Worker {
   // Threadgroup memory.
   alignas(64) char tg_memory[MK_MAX_TG_MEMORY];
   size_t tg_used = 0;
-  void* tg_slots[MK_MAX_TG_SLOTS];
+  void* tg_slots[MK_MAX_TG_SLOTS] = {};
+  uint32_t tg_slots_hi = 0;  // slots below this may be set (cleared per group)
   void* tg_buffers[64];
 
   Worker() : threads(MK_MAX_THREADS_PER_GROUP) {}
@@ -261,6 +263,24 @@ uintptr_t stack_depth(const Thread& th) {
   return th.stack_top - reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
 }
 
+// Kernels and this library keep frame pointers, so the chain of return
+// addresses on the fiber's stack names the call path exactly: the same
+// helper function reached from two branches gives two different paths.
+__attribute__((noinline)) uintptr_t call_path(const Thread& th, uintptr_t site) {
+  uintptr_t h = site;
+  const uintptr_t lo = th.stack_top - kStackSize;
+  void** fp = static_cast<void**>(__builtin_frame_address(0));
+  for (int d = 0; d < 256; ++d) {
+    const uintptr_t f = reinterpret_cast<uintptr_t>(fp);
+    if (f < lo || f + 2 * sizeof(void*) > th.stack_top) break;
+    h = h * 0x9E3779B97F4A7C15ull + reinterpret_cast<uintptr_t>(fp[1]);
+    void** next = static_cast<void**>(fp[0]);
+    if (reinterpret_cast<uintptr_t>(next) <= f) break;
+    fp = next;
+  }
+  return h;
+}
+
 void api_barrier(uint32_t flags, uintptr_t site) {
   Worker* w = tls_worker;
   if (!w->fiber_mode) upgrade(w);
@@ -277,6 +297,7 @@ SimdLanes* api_simd_sync(SimdCall* call, uintptr_t site) {
   th.call = call;
   th.site = site;
   th.depth = stack_depth(th);
+  th.path = call_path(th, site);
   th.lanes_for_leader = nullptr;
   block(w, AT_SIMD);
   return current_thread(w).lanes_for_leader;
@@ -287,6 +308,7 @@ void* api_threadgroup_alloc(uint32_t slot, size_t size, size_t align) {
   if (slot >= MK_MAX_TG_SLOTS) fail(w, 3, "too many threadgroup variables (more than %d)", MK_MAX_TG_SLOTS);
   void*& p = w->tg_slots[slot];
   if (!p) {
+    if (slot >= w->tg_slots_hi) w->tg_slots_hi = slot + 1;
     size_t at = (w->tg_used + align - 1) & ~(align - 1);
     if (at + size > MK_MAX_TG_MEMORY)
       fail(w, 3,
@@ -301,8 +323,10 @@ void* api_threadgroup_alloc(uint32_t slot, size_t size, size_t align) {
 
 void api_fail(const char* message) { fail(tls_worker, 3, "%s", message); }
 
-const RuntimeApi kApi = {MK_ABI_VERSION, api_barrier, api_simd_sync, api_threadgroup_alloc,
-                         api_fail};
+uint32_t api_thread_index() { return running_linear(tls_worker); }
+
+const RuntimeApi kApi = {MK_ABI_VERSION, api_barrier,  api_simd_sync, api_threadgroup_alloc,
+                         api_fail,       api_thread_index};
 
 // Runs every ready fiber, then resolves simdgroup calls and barriers.
 void schedule(Worker* w) {
@@ -331,17 +355,18 @@ void schedule(Worker* w) {
     for (uint32_t s = 0; s < nsimd; ++s) {
       const uint32_t lo = s * MK_SIMD_WIDTH;
       const uint32_t hi = lo + MK_SIMD_WIDTH < n ? lo + MK_SIMD_WIDTH : n;
-      // Lanes blocked at the same call site (and stack depth) form the
-      // active set; of several sites, the lowest address goes first (it is
-      // usually the earlier code, e.g. a loop body before the code after it).
+      // Lanes blocked on the same call path form the active set; of
+      // several, the lowest call site goes first (it is usually the earlier
+      // code, e.g. a loop body before the code after the loop).
       bool found = false;
-      uintptr_t site = 0, depth = 0;
+      uintptr_t site = 0, depth = 0, path = 0;
       for (uint32_t t = lo; t < hi; ++t) {
         const Thread& th = w->threads[t];
         if (th.state != AT_SIMD) continue;
         if (!found || th.site < site || (th.site == site && th.depth < depth)) {
           site = th.site;
           depth = th.depth;
+          path = th.path;
           found = true;
         }
       }
@@ -352,7 +377,7 @@ void schedule(Worker* w) {
       Thread* leader = nullptr;
       for (uint32_t t = lo; t < hi; ++t) {
         Thread& th = w->threads[t];
-        if (th.state == AT_SIMD && th.site == site && th.depth == depth) {
+        if (th.state == AT_SIMD && th.path == path) {
           l.lane[t - lo] = th.call;
           l.active_mask |= 1u << (t - lo);
           th.state = READY;
@@ -389,7 +414,8 @@ void run_group(Worker* w, uint64_t index) {
   w->nthreads = gs.x * gs.y * gs.z;
   w->fiber_mode = false;
   w->running = 0;
-  memset(w->tg_slots, 0, sizeof w->tg_slots);
+  memset(w->tg_slots, 0, sizeof(void*) * w->tg_slots_hi);
+  w->tg_slots_hi = 0;
   w->tg_used = 0;
   for (uint32_t i = 0; i < l->ntg_buffers && i < 64; ++i) {
     size_t at = (w->tg_used + 15) & ~size_t(15);
@@ -486,7 +512,7 @@ void on_fault(int sig, siginfo_t* info, void* uctx) {
       break;
     case SIGFPE:
       kind = 2;
-      what = info->si_code == FPE_INTDIV ? "integer division by zero"
+      what = info->si_code == FPE_INTDIV ? "integer division by zero or overflow (INT_MIN / -1)"
              : info->si_code == FPE_INTOVF ? "integer division overflow"
                                            : "arithmetic exception";
       break;

@@ -89,6 +89,8 @@ struct RuntimeApi {
   void* (*threadgroup_alloc)(uint32_t slot, size_t size, size_t align);
   // Aborts the dispatch with a message (never returns).
   void (*fail)(const char* message);
+  // thread_index_in_threadgroup of the running thread.
+  uint32_t (*thread_index)();
 };
 
 }  // namespace mk

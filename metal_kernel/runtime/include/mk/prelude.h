@@ -7,9 +7,12 @@
 #include "mk/stdlib.h"
 #include "mk/runtime.h"
 #include "mk/simd.h"
+#include "mk/simdgroup_matrix.h"
 
 #define device
-#define constant
+// `constant` memory is read-only: as `const` it stays a distinct overload from
+// `device` (c10's val_at_offs has both), which an empty macro would not.
+#define constant const
 #define threadgroup
 #define thread
 #define kernel

@@ -4,8 +4,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include <tuple>
-#include <type_traits>
+#include <type_traits>  // not <tuple>: it drags <cmath> into the global namespace
 
 #include "abi.h"
 
@@ -21,15 +20,26 @@ __attribute__((noinline)) inline uintptr_t call_site() {
   return reinterpret_cast<uintptr_t>(__builtin_return_address(0));
 }
 
+template <size_t I, class... A>
+struct nth_type;
+template <class H, class... T>
+struct nth_type<0, H, T...> {
+  using type = H;
+};
+template <size_t I, class H, class... T>
+struct nth_type<I, H, T...> {
+  using type = typename nth_type<I - 1, T...>::type;
+};
 template <class F>
 struct fn_traits;
 template <class R, class... A>
 struct fn_traits<R (*)(A...)> {
-  using args = std::tuple<A...>;
-  static constexpr size_t arity = sizeof...(A);
+  template <size_t I>
+  using arg = typename nth_type<I, A...>::type;
 };
+// Type of parameter I of the kernel whose address has type F.
 template <class F, size_t I>
-using arg_t = std::tuple_element_t<I, typename fn_traits<F>::args>;
+using arg_t = typename fn_traits<F>::template arg<I>;
 
 // Bytes a parameter reads through its buffer: a `constant T&` needs a whole
 // T, a pointer at least one element (void* counts as one byte).

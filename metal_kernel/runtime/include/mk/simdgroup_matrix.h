@@ -1,0 +1,159 @@
+// simdgroup_matrix<T, 8, 8>: an 8x8 matrix spread over the 32 lanes of a
+// simdgroup, two consecutive elements of one row per lane, exactly as Apple
+// GPUs lay it out (kernels from MLX, PyTorch and tinygrad write
+// thread_elements() directly and depend on it):
+//
+//     row = 4 * (lane >= 16) + ((lane >> 1) & 3)
+//     col = 4 * ((lane >> 3) & 1) + 2 * (lane & 1)
+//
+// Each lane's object lives on that lane's own stack, as on the GPU. Loads and
+// stores touch only the calling lane's elements; multiplications gather the
+// three operands of every lane through the simd protocol (mk/simd.h), and the
+// elected lane computes the product in float and hands each lane its part.
+#pragma once
+#include <stdint.h>
+
+#include "runtime.h"
+#include "simd.h"
+
+namespace mk {
+
+inline uint32_t lane_index() { return __mk_rt->thread_index() % MK_SIMD_WIDTH; }
+inline uint32_t matrix_row(uint32_t lane) { return 4 * (lane >= 16) + ((lane >> 1) & 3); }
+inline uint32_t matrix_col(uint32_t lane) { return 4 * ((lane >> 3) & 1) + 2 * (lane & 1); }
+
+}  // namespace mk
+
+namespace metal {
+
+template <typename T, int Cols = 8, int Rows = 8>
+struct simdgroup_matrix {
+  static_assert(Cols == 8 && Rows == 8, "only 8x8 simdgroup matrices exist");
+  vec<T, 2> elems;
+
+  simdgroup_matrix() = default;
+  // A diagonal matrix with `d` on the diagonal.
+  explicit simdgroup_matrix(T d) {
+    const uint32_t lane = ::mk::lane_index();
+    const uint32_t r = ::mk::matrix_row(lane), c = ::mk::matrix_col(lane);
+    elems = vec<T, 2>(r == c ? d : T(0), r == c + 1 ? d : T(0));
+  }
+  vec<T, 2>& thread_elements() { return elems; }
+  const vec<T, 2>& thread_elements() const { return elems; }
+};
+
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
+
+template <typename T, int Cols = 8, int Rows = 8>
+inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(T value) {
+  simdgroup_matrix<T, Cols, Rows> m;
+  m.elems = vec<T, 2>(value, value);
+  return m;
+}
+
+// Element (r, c) of the 8x8 block whose top-left corner sits at `origin`
+// (x = column, y = row) of a row-major matrix with `elements_per_row`
+// columns; with `transpose`, the block is read transposed.
+template <typename T, typename S>
+inline void simdgroup_load(simdgroup_matrix<T, 8, 8>& d, const S* src,
+                           ulong elements_per_row = 8, ulong2 origin = ulong2(0, 0),
+                           bool transpose = false) {
+  const uint32_t lane = ::mk::lane_index();
+  const ulong r = ::mk::matrix_row(lane), c = ::mk::matrix_col(lane);
+  T v[2];
+  for (int k = 0; k < 2; ++k) {
+    const ulong row = transpose ? c + k : r;
+    const ulong col = transpose ? r : c + k;
+    v[k] = T(src[(origin.y + row) * elements_per_row + origin.x + col]);
+  }
+  d.elems = vec<T, 2>(v[0], v[1]);
+}
+
+template <typename T, typename S>
+inline void simdgroup_store(const simdgroup_matrix<T, 8, 8>& a, S* dst,
+                            ulong elements_per_row = 8, ulong2 origin = ulong2(0, 0),
+                            bool transpose = false) {
+  const uint32_t lane = ::mk::lane_index();
+  const ulong r = ::mk::matrix_row(lane), c = ::mk::matrix_col(lane);
+  for (int k = 0; k < 2; ++k) {
+    const ulong row = transpose ? c + k : r;
+    const ulong col = transpose ? r : c + k;
+    dst[(origin.y + row) * elements_per_row + origin.x + col] = S(a.elems[k]);
+  }
+}
+
+}  // namespace metal
+
+namespace mk {
+
+// One lane's share of a multiply(-accumulate): its elements of A, B and C.
+struct MatrixOperands {
+  float a[2], b[2], c[2];
+};
+struct MatrixResult {
+  float d[2];
+};
+
+inline void matrix_multiply_lanes(const SimdLanes& l, bool accumulate) {
+  float A[8][8] = {}, B[8][8] = {}, C[8][8] = {};
+  for (uint32_t lane = 0; lane < MK_SIMD_WIDTH; ++lane) {
+    if (!l.lane[lane]) continue;  // an inactive lane's elements read as 0
+    const auto& op = lane_in<MatrixOperands>(l, lane);
+    const uint32_t r = matrix_row(lane), c = matrix_col(lane);
+    for (int k = 0; k < 2; ++k) {
+      A[r][c + k] = op.a[k];
+      B[r][c + k] = op.b[k];
+      C[r][c + k] = op.c[k];
+    }
+  }
+  for (uint32_t lane = 0; lane < MK_SIMD_WIDTH; ++lane) {
+    if (!l.lane[lane]) continue;
+    const uint32_t r = matrix_row(lane), c = matrix_col(lane);
+    MatrixResult& out = lane_out<MatrixResult>(l, lane);
+    for (int k = 0; k < 2; ++k) {
+      float acc = accumulate ? C[r][c + k] : 0.0f;
+      for (int i = 0; i < 8; ++i) acc = __builtin_fmaf(A[r][i], B[i][c + k], acc);
+      out.d[k] = acc;
+    }
+  }
+}
+
+template <typename TD, typename TA, typename TB, typename TC>
+__attribute__((always_inline)) inline void matrix_mma(
+    metal::simdgroup_matrix<TD, 8, 8>& d, const metal::simdgroup_matrix<TA, 8, 8>& a,
+    const metal::simdgroup_matrix<TB, 8, 8>& b, const metal::simdgroup_matrix<TC, 8, 8>* c) {
+  MatrixOperands in;
+  for (int k = 0; k < 2; ++k) {
+    in.a[k] = float(a.elems[k]);
+    in.b[k] = float(b.elems[k]);
+    in.c[k] = c ? float(c->elems[k]) : 0.0f;
+  }
+  const bool accumulate = c != nullptr;
+  MatrixResult r = simd_collective<MatrixOperands, MatrixResult>(
+      in, accumulate ? 1u : 0u, SIMD_MATRIX, [](const SimdLanes& l) {
+        matrix_multiply_lanes(l, l.lane[lowest_active(l, 0, MK_SIMD_WIDTH)]->arg != 0);
+      });
+  d.elems = metal::vec<TD, 2>(TD(r.d[0]), TD(r.d[1]));
+}
+
+}  // namespace mk
+
+namespace metal {
+
+template <typename TD, typename TA, typename TB, typename TC>
+__attribute__((always_inline)) inline void simdgroup_multiply_accumulate(
+    simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
+    const simdgroup_matrix<TB, 8, 8>& b, const simdgroup_matrix<TC, 8, 8>& c) {
+  ::mk::matrix_mma(d, a, b, &c);
+}
+
+template <typename TD, typename TA, typename TB>
+__attribute__((always_inline)) inline void simdgroup_multiply(
+    simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
+    const simdgroup_matrix<TB, 8, 8>& b) {
+  ::mk::matrix_mma(d, a, b, static_cast<const simdgroup_matrix<TD, 8, 8>*>(nullptr));
+}
+
+}  // namespace metal

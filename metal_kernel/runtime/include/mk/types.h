@@ -1,0 +1,834 @@
+// metal-kernel: Metal scalar and vector types, packed vectors, metal::array,
+// as_type, select, and the metal:: type traits / numeric_limits.
+//
+// Header-only C++17 for clang (needs -fdeclspec for the swizzle properties).
+//
+// Interface notes for the runtime:
+//  * metal::vec<T, N> (N = 2, 3, 4) wraps a clang ext_vector_type member
+//    `_v` of type `vec<T,N>::native_type` (public).  Build a vec from a native
+//    vector with `vec<T,N>(metal::_mk::ntag{}, native)` or
+//    `metal::_mk::from_native<T>(native)`; get it with `v._v` or
+//    `metal::_mk::native(v)`.
+//  * bool vectors store one byte per element (native element type
+//    `unsigned char`, values 0 or 1); `v[i]` / `v.x` still yield bool.
+//  * Layout equals Metal's: sizeof(float3) == 16, alignof == 16,
+//    sizeof(half3) == 8, sizeof(bool3) == 4, packed_T3 is T[3].
+//  * Scalars: half = _Float16, bfloat = __bf16, long/ulong are 64-bit.
+//  * Vector integer `/` and `%` never trap: x / 0 == -1 (all bits set) and
+//    x % 0 == x (RISC-V convention); INT_MIN / -1 == INT_MIN, INT_MIN % -1 == 0.
+//    Vector shifts use the count modulo the element width (OpenCL rule).
+#ifndef MK_TYPES_H
+#define MK_TYPES_H
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#ifndef MK_AI
+#define MK_AI __attribute__((always_inline))
+#endif
+#ifndef MK_INLINE
+#define MK_INLINE inline __attribute__((always_inline))
+#endif
+
+// ---------------------------------------------------------------------------
+// Scalar types (global, as in MSL; also re-exported into namespace metal).
+typedef _Float16 half;
+typedef __bf16 bfloat;
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long ulong;
+
+static_assert(sizeof(long) == 8, "Metal long is 64-bit");
+static_assert(sizeof(half) == 2 && sizeof(bfloat) == 2, "16-bit floats");
+
+// ---------------------------------------------------------------------------
+// float/double -> bfloat conversion helpers.  The compiler-rt bundled with
+// zig lacks them; clang calls them whenever the CPU has no native bf16
+// convert (or is told not to use it), and always for double -> bfloat.
+// Both round to nearest even, keep denormals, and keep NaN a (quiet) NaN.
+// Weak + hidden: every kernel library gets its own copy, duplicates merge.
+extern "C" {
+__attribute__((weak, visibility("hidden"))) __bf16 __truncsfbf2(float f) {
+  unsigned int u = __builtin_bit_cast(unsigned int, f);
+  unsigned short r;
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    r = (unsigned short)((u >> 16) | 0x0040u);
+  else
+    r = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return __builtin_bit_cast(__bf16, r);
+}
+__attribute__((weak, visibility("hidden"))) __bf16 __truncdfbf2(double d) {
+  // Round to odd into float (exact for the final RNE since float carries
+  // more than bfloat's 8 bits + 2), then round float -> bfloat.
+  float f = (float)d;
+  if (f == f && (double)f != d) {
+    unsigned int u = __builtin_bit_cast(unsigned int, f);
+    double ad = d < 0 ? -d : d, af = f < 0 ? -(double)f : (double)f;
+    if (af > ad) u -= 1; // f was rounded away from zero: step back
+    u |= 1u;             // sticky bit
+    f = __builtin_bit_cast(float, u);
+  }
+  return __truncsfbf2(f);
+}
+}
+
+namespace metal {
+using ::bfloat;
+using ::half;
+using ::int16_t;
+using ::int32_t;
+using ::int64_t;
+using ::int8_t;
+using ::ptrdiff_t;
+using ::size_t;
+using ::uchar;
+using ::uint;
+using ::uint16_t;
+using ::uint32_t;
+using ::uint64_t;
+using ::uint8_t;
+using ::ulong;
+using ::ushort;
+
+template <class T, int N> struct vec;
+template <class T, int N> struct packed_vec;
+
+// ---------------------------------------------------------------------------
+// Internal helpers.
+namespace _mk {
+struct ntag {};
+
+template <class T> struct is_fp_scalar : std::false_type {};
+template <> struct is_fp_scalar<float> : std::true_type {};
+template <> struct is_fp_scalar<half> : std::true_type {};
+template <> struct is_fp_scalar<bfloat> : std::true_type {};
+template <> struct is_fp_scalar<double> : std::true_type {};
+template <class T> constexpr bool is_fp_v = is_fp_scalar<std::remove_cv_t<T>>::value;
+template <class T> constexpr bool is_int_v = std::is_integral<std::remove_cv_t<T>>::value;
+template <class T> constexpr bool is_arith_v = is_fp_v<T> || is_int_v<T>;
+
+template <class T> struct vinfo {
+  static constexpr bool is_vec = false, is_packed = false;
+  static constexpr int n = 1;
+  typedef T elem;
+};
+template <class T, int N> struct vinfo<vec<T, N>> {
+  static constexpr bool is_vec = true, is_packed = false;
+  static constexpr int n = N;
+  typedef T elem;
+};
+template <class T, int N> struct vinfo<packed_vec<T, N>> {
+  static constexpr bool is_vec = false, is_packed = true;
+  static constexpr int n = N;
+  typedef T elem;
+};
+template <class T> using elem_t = typename vinfo<std::remove_cv_t<T>>::elem;
+template <class T> constexpr bool is_vec_v = vinfo<std::remove_cv_t<T>>::is_vec;
+template <class T> constexpr bool is_packed_v = vinfo<std::remove_cv_t<T>>::is_packed;
+
+template <class T> struct storage { typedef T type; };
+template <> struct storage<bool> { typedef unsigned char type; };
+template <class T> using storage_t = typename storage<T>::type;
+
+// Element conversion with Metal rules: x -> bool is x != 0; half <-> bfloat
+// goes through float (clang refuses the direct conversion).
+template <class T, class S> MK_INLINE constexpr storage_t<T> elem_cast(const S& s) {
+  if constexpr (std::is_same<T, bool>::value) {
+    return s != S(0) ? 1 : 0;
+  } else if constexpr ((std::is_same<T, half>::value && std::is_same<S, bfloat>::value) ||
+                       (std::is_same<T, bfloat>::value && std::is_same<S, half>::value)) {
+    return static_cast<T>(static_cast<float>(s));
+  } else {
+    return static_cast<T>(s);
+  }
+}
+
+// Number of components an argument contributes to a vector constructor
+// (0 = not allowed).
+template <class A> constexpr int ncomp() {
+  typedef std::remove_cv_t<std::remove_reference_t<A>> D;
+  if constexpr (is_arith_v<D>)
+    return 1;
+  else if constexpr (vinfo<D>::is_vec || vinfo<D>::is_packed)
+    return vinfo<D>::n;
+  else
+    return -100;
+}
+
+template <class T, class A> MK_INLINE constexpr void put_comp(storage_t<T>* t, int& k, const A& a) {
+  if constexpr (is_arith_v<A>) {
+    t[k++] = elem_cast<T>(a);
+  } else {
+    for (int i = 0; i < vinfo<A>::n; ++i)
+      t[k++] = elem_cast<T>(a[i]);
+  }
+}
+
+template <class T, int N, class V, class... A> MK_INLINE constexpr V build(const A&... a) {
+  storage_t<T> t[4] = {};
+  int k = 0;
+  (put_comp<T>(t, k, a), ...);
+  if constexpr (N == 2)
+    return V{t[0], t[1]};
+  else if constexpr (N == 3)
+    return V{t[0], t[1], t[2]};
+  else
+    return V{t[0], t[1], t[2], t[3]};
+}
+
+// Native element-type conversion of ext vectors.
+template <class T, class U, int N, class VT, class VU> MK_INLINE constexpr VT convert_native(const VU& u) {
+  if constexpr (std::is_same<T, bool>::value) {
+    return __builtin_convertvector(u != (storage_t<U>)0, VT) & (storage_t<T>)1;
+  } else if constexpr ((std::is_same<T, half>::value && std::is_same<U, bfloat>::value) ||
+                       (std::is_same<T, bfloat>::value && std::is_same<U, half>::value)) {
+    typedef float F __attribute__((ext_vector_type(N)));
+    return __builtin_convertvector(__builtin_convertvector(u, F), VT);
+  } else {
+    return __builtin_convertvector(u, VT);
+  }
+}
+
+// ---- storage classes carrying the component/swizzle properties ----------
+template <class T, int N> struct vec_storage {
+  typedef storage_t<T> _st;
+  typedef _st native_type __attribute__((ext_vector_type(N)));
+  native_type _v;
+  MK_AI T& _ref(int i) { return reinterpret_cast<T*>(this)[i]; }
+  MK_AI constexpr T _val(int i) const { return T(_v[i]); }
+  MK_AI constexpr void _put(int i, T a) { _v[i] = _st(a); }
+  template <int... I> MK_AI constexpr vec<T, int(sizeof...(I))> _sw() const {
+    return vec<T, int(sizeof...(I))>(ntag{}, __builtin_shufflevector(_v, _v, I...));
+  }
+  template <int... I> MK_AI constexpr void _ssw(const vec<T, int(sizeof...(I))>& a) {
+    constexpr int idx[] = {I...};
+    for (int j = 0; j < int(sizeof...(I)); ++j)
+      _v[idx[j]] = a._v[j];
+  }
+};
+
+template <class T, int N> struct packed_storage {
+  T _e[N];
+  MK_AI T& _ref(int i) { return _e[i]; }
+  MK_AI constexpr T _val(int i) const { return _e[i]; }
+  MK_AI constexpr void _put(int i, T a) { _e[i] = a; }
+  template <int... I> MK_AI constexpr vec<T, int(sizeof...(I))> _sw() const {
+    return vec<T, int(sizeof...(I))>(_e[I]...);
+  }
+  template <int... I> MK_AI constexpr void _ssw(const vec<T, int(sizeof...(I))>& a) {
+    constexpr int idx[] = {I...};
+    for (int j = 0; j < int(sizeof...(I)); ++j)
+      _e[idx[j]] = a[j];
+  }
+};
+
+#define MK_S1(nm, i)                                                                  \
+  MK_AI T& _get_##nm() & { return this->_ref(i); }                                    \
+  MK_AI constexpr T _get_##nm() const& { return this->_val(i); }                      \
+  MK_AI constexpr T _get_##nm() && { return this->_val(i); }                          \
+  MK_AI constexpr void _set_##nm(T a) { this->_put(i, a); }                           \
+  __declspec(property(get = _get_##nm, put = _set_##nm)) T nm;
+#define MK_SR(nm, k, ...)                                                             \
+  constexpr auto _get_##nm() const { return this->template _sw<__VA_ARGS__>(); } \
+  __declspec(property(get = _get_##nm)) int nm;
+#define MK_SW(nm, k, ...)                                                             \
+  constexpr auto _get_##nm() const { return this->template _sw<__VA_ARGS__>(); } \
+  template <class _X> MK_AI constexpr void _set_##nm(const _X& a) {                  \
+    this->template _ssw<__VA_ARGS__>(::metal::vec<T, k>(a));                          \
+  }                                                                                   \
+  __declspec(property(get = _get_##nm, put = _set_##nm)) int nm;
+
+template <class T, int N> struct vec_data;
+template <class T> struct vec_data<T, 2> : vec_storage<T, 2> {
+#define MK_SWZ_N 2
+#include "swizzles.inc"
+#undef MK_SWZ_N
+};
+template <class T> struct vec_data<T, 3> : vec_storage<T, 3> {
+#define MK_SWZ_N 3
+#include "swizzles.inc"
+#undef MK_SWZ_N
+};
+template <class T> struct vec_data<T, 4> : vec_storage<T, 4> {
+#define MK_SWZ_N 4
+#include "swizzles.inc"
+#undef MK_SWZ_N
+};
+template <class T, int N> struct packed_data;
+template <class T> struct packed_data<T, 2> : packed_storage<T, 2> {
+#define MK_SWZ_N 2
+#include "swizzles.inc"
+#undef MK_SWZ_N
+};
+template <class T> struct packed_data<T, 3> : packed_storage<T, 3> {
+#define MK_SWZ_N 3
+#include "swizzles.inc"
+#undef MK_SWZ_N
+};
+template <class T> struct packed_data<T, 4> : packed_storage<T, 4> {
+#define MK_SWZ_N 4
+#include "swizzles.inc"
+#undef MK_SWZ_N
+};
+#undef MK_S1
+#undef MK_SR
+#undef MK_SW
+
+// Integer helpers for vectors: no trap on division by zero / overflow.
+template <class V, class S> MK_INLINE V idiv(V a, V b) {
+  V z = (V)(S)0;
+  auto bad = (b == z);
+  if constexpr (std::is_signed<S>::value)
+    bad = bad | ((a == (V)std::numeric_limits<S>::min()) & (b == (V)(S)-1));
+  V bs = bad ? (V)(S)1 : b; // safe divisor
+  V q = a / bs;
+  // x / 0 = -1 (all ones); MIN / -1 = MIN (the wrapped result)
+  return (b == z) ? (V)(S)-1 : ((bad) ? a : q);
+}
+template <class V, class S> MK_INLINE V imod(V a, V b) {
+  V z = (V)(S)0;
+  auto bad = (b == z);
+  if constexpr (std::is_signed<S>::value)
+    bad = bad | ((a == (V)std::numeric_limits<S>::min()) & (b == (V)(S)-1));
+  V bs = bad ? (V)(S)1 : b;
+  V r = a % bs;
+  return (b == z) ? a : (bad ? z : r);
+}
+template <class V, class S> MK_INLINE V shmask(V b) { return b & (V)(S)(sizeof(S) * 8 - 1); }
+} // namespace _mk
+
+// ---------------------------------------------------------------------------
+// vec<T, N>
+template <class T, int N> struct vec : _mk::vec_data<T, N> {
+  static_assert(N >= 2 && N <= 4, "Metal vectors have 2, 3 or 4 components");
+  static_assert(_mk::is_arith_v<T>, "vector element must be a scalar arithmetic type");
+  typedef _mk::vec_data<T, N> _base;
+  typedef typename _mk::vec_storage<T, N>::native_type native_type;
+  typedef typename _mk::vec_storage<T, N>::_st _st;
+  typedef T value_type;
+  static constexpr int size = N;
+  using _mk::vec_storage<T, N>::_v;
+
+  vec() = default;
+  MK_AI constexpr vec(_mk::ntag, const native_type& n) : _base{{n}} {}
+  // splat: float4(x), float4 v = 1.0f
+  template <class S, std::enable_if_t<_mk::is_arith_v<S>, int> = 0>
+  MK_AI constexpr vec(const S& s) : _base{{(native_type)(_mk::elem_cast<T>(s))}} {}
+  // component-wise / mixed: float4(a, b, c, d), float4(a.xy, b, c), {1, 2}
+  template <class A0, class A1, class... As,
+            std::enable_if_t<(_mk::ncomp<A0>() + _mk::ncomp<A1>() + (0 + ... + _mk::ncomp<As>())) == N, int> = 0>
+  MK_AI constexpr vec(const A0& a0, const A1& a1, const As&... as)
+      : _base{{_mk::build<T, N, native_type>(a0, a1, as...)}} {}
+  // explicit element-type conversion: float4(int4), static_cast<half4>(f4)
+  template <class U, std::enable_if_t<!std::is_same<U, T>::value, int> = 0>
+  MK_AI constexpr explicit vec(const vec<U, N>& o)
+      : _base{{_mk::convert_native<T, U, N, native_type>(o._v)}} {}
+  // packed <-> vec
+  MK_AI constexpr vec(const packed_vec<T, N>& p) : _base{{_mk::build<T, N, native_type>(p)}} {}
+  template <class U, std::enable_if_t<!std::is_same<U, T>::value, int> = 0>
+  MK_AI constexpr explicit vec(const packed_vec<U, N>& p) : _base{{_mk::build<T, N, native_type>(p)}} {}
+
+  // subscript
+  MK_AI T& operator[](int i) { return reinterpret_cast<T*>(this)[i]; }
+  MK_AI constexpr T operator[](int i) const { return T(_v[i]); }
+
+  // ---- element-wise operators (hidden friends: found by ADL, accept
+  //      implicit scalar -> vector conversion on either side) ----
+#define MK_VOP(op)                                                                      \
+  friend MK_AI constexpr vec operator op(const vec& a, const vec& b) { return vec(_mk::ntag{}, a._v op b._v); }
+  MK_VOP(+)
+  MK_VOP(-)
+  MK_VOP(*)
+  MK_VOP(&)
+  MK_VOP(|)
+  MK_VOP(^)
+#undef MK_VOP
+  friend MK_AI vec operator/(const vec& a, const vec& b) {
+    if constexpr (_mk::is_int_v<T>)
+      return vec(_mk::ntag{}, _mk::idiv<native_type, _st>(a._v, b._v));
+    else
+      return vec(_mk::ntag{}, a._v / b._v);
+  }
+  friend MK_AI vec operator%(const vec& a, const vec& b) {
+    return vec(_mk::ntag{}, _mk::imod<native_type, _st>(a._v, b._v));
+  }
+  friend MK_AI constexpr vec operator<<(const vec& a, const vec& b) {
+    return vec(_mk::ntag{}, a._v << _mk::shmask<native_type, _st>(b._v));
+  }
+  friend MK_AI constexpr vec operator>>(const vec& a, const vec& b) {
+    return vec(_mk::ntag{}, a._v >> _mk::shmask<native_type, _st>(b._v));
+  }
+#define MK_VCMP(op)                                                                     \
+  friend MK_AI constexpr vec<bool, N> operator op(const vec& a, const vec& b) {          \
+    return vec<bool, N>(_mk::ntag{}, __builtin_convertvector(a._v op b._v,               \
+                                                             typename vec<bool, N>::native_type) & \
+                                         (unsigned char)1);                               \
+  }
+  MK_VCMP(==)
+  MK_VCMP(!=)
+  MK_VCMP(<)
+  MK_VCMP(<=)
+  MK_VCMP(>)
+  MK_VCMP(>=)
+#undef MK_VCMP
+  friend MK_AI constexpr vec<bool, N> operator&&(const vec& a, const vec& b) {
+    return vec<bool, N>(a) & vec<bool, N>(b);
+  }
+  friend MK_AI constexpr vec<bool, N> operator||(const vec& a, const vec& b) {
+    return vec<bool, N>(a) | vec<bool, N>(b);
+  }
+  friend MK_AI constexpr vec<bool, N> operator!(const vec& a) {
+    if constexpr (std::is_same<T, bool>::value)
+      return vec<bool, N>(_mk::ntag{}, a._v ^ (unsigned char)1);
+    else
+      return a == vec(T(0));
+  }
+  MK_AI constexpr vec operator+() const { return *this; }
+  MK_AI constexpr vec operator-() const { return vec(_mk::ntag{}, -_v); }
+  MK_AI constexpr vec operator~() const {
+    if constexpr (std::is_same<T, bool>::value)
+      return vec(_mk::ntag{}, _v ^ (unsigned char)1);
+    else
+      return vec(_mk::ntag{}, ~_v);
+  }
+  MK_AI constexpr vec& operator++() { _v += (_st)1; return *this; }
+  MK_AI constexpr vec& operator--() { _v -= (_st)1; return *this; }
+  MK_AI constexpr vec operator++(int) { vec t = *this; _v += (_st)1; return t; }
+  MK_AI constexpr vec operator--(int) { vec t = *this; _v -= (_st)1; return t; }
+#define MK_VCA(op)                                                                      \
+  MK_AI constexpr vec& operator op##=(const vec& b) { *this = *this op b; return *this; }
+  MK_VCA(+)
+  MK_VCA(-)
+  MK_VCA(*)
+  MK_VCA(/)
+  MK_VCA(%)
+  MK_VCA(&)
+  MK_VCA(|)
+  MK_VCA(^)
+  MK_VCA(<<)
+  MK_VCA(>>)
+#undef MK_VCA
+};
+
+// ---------------------------------------------------------------------------
+// packed_vec<T, N>: T[N] layout (alignment of T), converts to/from vec<T, N>.
+template <class T, int N> struct packed_vec : _mk::packed_data<T, N> {
+  static_assert(N >= 2 && N <= 4, "Metal packed vectors have 2, 3 or 4 components");
+  typedef T value_type;
+  static constexpr int size = N;
+  using _mk::packed_storage<T, N>::_e;
+
+  packed_vec() = default;
+  MK_AI constexpr packed_vec(const vec<T, N>& v) : _mk::packed_data<T, N>{} {
+    for (int i = 0; i < N; ++i)
+      _e[i] = v[i];
+  }
+  template <class A0, class... As,
+            std::enable_if_t<!std::is_same<std::remove_cv_t<A0>, packed_vec>::value &&
+                                 !std::is_same<std::remove_cv_t<A0>, vec<T, N>>::value &&
+                                 std::is_constructible<vec<T, N>, const A0&, const As&...>::value,
+                             int> = 0>
+  MK_AI constexpr packed_vec(const A0& a0, const As&... as) : packed_vec(vec<T, N>(a0, as...)) {}
+
+  MK_AI T& operator[](int i) { return _e[i]; }
+  MK_AI constexpr const T& operator[](int i) const { return _e[i]; }
+
+#define MK_PCA(op)                                                                      \
+  MK_AI packed_vec& operator op##=(const vec<T, N>& b) { *this = vec<T, N>(*this) op b; return *this; }
+  MK_PCA(+)
+  MK_PCA(-)
+  MK_PCA(*)
+  MK_PCA(/)
+  MK_PCA(%)
+  MK_PCA(&)
+  MK_PCA(|)
+  MK_PCA(^)
+  MK_PCA(<<)
+  MK_PCA(>>)
+#undef MK_PCA
+};
+
+// Binary operators with at least one packed operand: computed as vec.
+namespace _mk {
+template <class X> MK_INLINE constexpr auto unpack(const X& x) {
+  if constexpr (is_packed_v<X>)
+    return vec<elem_t<X>, vinfo<X>::n>(x);
+  else
+    return x;
+}
+template <class A, class B>
+constexpr bool packed_op_v = (is_packed_v<A> || is_packed_v<B>) &&
+                             (is_packed_v<A> || is_vec_v<A> || is_arith_v<A>) &&
+                             (is_packed_v<B> || is_vec_v<B> || is_arith_v<B>);
+} // namespace _mk
+#define MK_POP(op)                                                                      \
+  template <class A, class B, std::enable_if_t<_mk::packed_op_v<A, B>, int> = 0>         \
+  MK_INLINE auto operator op(const A& a, const B& b) -> decltype(_mk::unpack(a) op _mk::unpack(b)) { \
+    return _mk::unpack(a) op _mk::unpack(b);                                              \
+  }
+MK_POP(+)
+MK_POP(-)
+MK_POP(*)
+MK_POP(/)
+MK_POP(%)
+MK_POP(&)
+MK_POP(|)
+MK_POP(^)
+MK_POP(<<)
+MK_POP(>>)
+MK_POP(==)
+MK_POP(!=)
+MK_POP(<)
+MK_POP(<=)
+MK_POP(>)
+MK_POP(>=)
+#undef MK_POP
+
+namespace _mk {
+template <class T, int N>
+MK_INLINE constexpr typename vec<T, N>::native_type native(const vec<T, N>& v) { return v._v; }
+template <class T, class V> MK_INLINE constexpr auto from_native(const V& n) {
+  return vec<T, int(__builtin_vectorelements(V))>(ntag{}, n);
+}
+} // namespace _mk
+
+// ---------------------------------------------------------------------------
+// Typedefs: float2..4, half2..4, ..., bool2..4, packed_*.
+#define MK_VEC_TYPEDEFS(T, name)                                                          \
+  typedef vec<T, 2> name##2;                                                              \
+  typedef vec<T, 3> name##3;                                                              \
+  typedef vec<T, 4> name##4;                                                              \
+  typedef packed_vec<T, 2> packed_##name##2;                                              \
+  typedef packed_vec<T, 3> packed_##name##3;                                              \
+  typedef packed_vec<T, 4> packed_##name##4;
+MK_VEC_TYPEDEFS(float, float)
+MK_VEC_TYPEDEFS(half, half)
+MK_VEC_TYPEDEFS(bfloat, bfloat)
+MK_VEC_TYPEDEFS(int, int)
+MK_VEC_TYPEDEFS(uint, uint)
+MK_VEC_TYPEDEFS(short, short)
+MK_VEC_TYPEDEFS(ushort, ushort)
+MK_VEC_TYPEDEFS(char, char)
+MK_VEC_TYPEDEFS(uchar, uchar)
+MK_VEC_TYPEDEFS(long, long)
+MK_VEC_TYPEDEFS(ulong, ulong)
+MK_VEC_TYPEDEFS(bool, bool)
+#undef MK_VEC_TYPEDEFS
+
+// ---------------------------------------------------------------------------
+// metal::array<T, N>: layout T[N], aggregate.
+template <class T, size_t N> struct array {
+  T _elems[N > 0 ? N : 1];
+  MK_AI constexpr T& operator[](size_t i) { return _elems[i]; }
+  MK_AI constexpr const T& operator[](size_t i) const { return _elems[i]; }
+  static constexpr size_t size() { return N; }
+  static constexpr bool empty() { return N == 0; }
+  MK_AI constexpr T* data() { return _elems; }
+  MK_AI constexpr const T* data() const { return _elems; }
+  MK_AI constexpr T* begin() { return _elems; }
+  MK_AI constexpr const T* begin() const { return _elems; }
+  MK_AI constexpr T* end() { return _elems + N; }
+  MK_AI constexpr const T* end() const { return _elems + N; }
+  MK_AI constexpr T& front() { return _elems[0]; }
+  MK_AI constexpr const T& front() const { return _elems[0]; }
+  MK_AI constexpr T& back() { return _elems[N - 1]; }
+  MK_AI constexpr const T& back() const { return _elems[N - 1]; }
+};
+
+// metal::array_ref<T>: non-owning view (pointer + size).
+template <class T> struct array_ref {
+  const T* _p = nullptr;
+  size_t _n = 0;
+  constexpr array_ref() = default;
+  constexpr array_ref(const T* p, size_t n) : _p(p), _n(n) {}
+  template <size_t N> constexpr array_ref(const array<T, N>& a) : _p(a.data()), _n(N) {}
+  template <size_t N> constexpr array_ref(const T (&a)[N]) : _p(a), _n(N) {}
+  constexpr const T& operator[](size_t i) const { return _p[i]; }
+  constexpr size_t size() const { return _n; }
+  constexpr bool empty() const { return _n == 0; }
+  constexpr const T* data() const { return _p; }
+  constexpr const T* begin() const { return _p; }
+  constexpr const T* end() const { return _p + _n; }
+};
+template <class T> constexpr array_ref<T> make_array_ref(const T* p, size_t n) { return array_ref<T>(p, n); }
+template <class T, size_t N> constexpr array_ref<T> make_array_ref(const array<T, N>& a) { return array_ref<T>(a); }
+
+// ---------------------------------------------------------------------------
+// Type traits (metal::), on top of <type_traits>.
+using std::add_const;
+using std::add_const_t;
+using std::add_cv;
+using std::add_cv_t;
+using std::add_lvalue_reference;
+using std::add_lvalue_reference_t;
+using std::add_pointer;
+using std::add_pointer_t;
+using std::add_rvalue_reference;
+using std::add_rvalue_reference_t;
+using std::add_volatile;
+using std::add_volatile_t;
+using std::bool_constant;
+using std::common_type;
+using std::common_type_t;
+using std::conditional;
+using std::conditional_t;
+using std::conjunction;
+using std::conjunction_v;
+using std::decay;
+using std::decay_t;
+using std::declval;
+using std::disjunction;
+using std::disjunction_v;
+using std::enable_if;
+using std::enable_if_t;
+using std::extent;
+using std::extent_v;
+using std::false_type;
+using std::integral_constant;
+using std::is_array;
+using std::is_array_v;
+using std::is_base_of;
+using std::is_base_of_v;
+using std::is_class;
+using std::is_class_v;
+using std::is_const;
+using std::is_const_v;
+using std::is_constructible;
+using std::is_constructible_v;
+using std::is_convertible;
+using std::is_convertible_v;
+using std::is_empty;
+using std::is_empty_v;
+using std::is_enum;
+using std::is_enum_v;
+using std::is_function;
+using std::is_function_v;
+using std::is_lvalue_reference;
+using std::is_lvalue_reference_v;
+using std::is_pointer;
+using std::is_pointer_v;
+using std::is_reference;
+using std::is_reference_v;
+using std::is_rvalue_reference;
+using std::is_rvalue_reference_v;
+using std::is_same;
+using std::is_same_v;
+using std::is_trivially_copyable;
+using std::is_trivially_copyable_v;
+using std::is_union;
+using std::is_union_v;
+using std::is_void;
+using std::is_void_v;
+using std::is_volatile;
+using std::is_volatile_v;
+using std::negation;
+using std::negation_v;
+using std::rank;
+using std::remove_all_extents;
+using std::remove_all_extents_t;
+using std::remove_const;
+using std::remove_const_t;
+using std::remove_cv;
+using std::remove_cv_t;
+using std::remove_extent;
+using std::remove_extent_t;
+using std::remove_pointer;
+using std::remove_pointer_t;
+using std::remove_reference;
+using std::remove_reference_t;
+using std::remove_volatile;
+using std::remove_volatile_t;
+using std::true_type;
+using std::underlying_type;
+using std::underlying_type_t;
+using std::void_t;
+// Spellings from Metal's internal headers that public kernels (MLX) use.
+template <class... B> using _disjunction = std::disjunction<B...>;
+template <class... B> using _conjunction = std::conjunction<B...>;
+template <class B> using _negation = std::negation<B>;
+
+// Address spaces are empty macros on the CPU: removing them is the identity.
+template <class T> struct remove_address_space { typedef T type; };
+template <class T> using remove_address_space_t = typename remove_address_space<T>::type;
+
+// Scalar-or-vector aware traits (MSL: true for the scalar and its vectors).
+template <class T>
+struct is_floating_point : bool_constant<_mk::is_fp_v<_mk::elem_t<remove_cv_t<T>>>> {};
+template <class T> constexpr bool is_floating_point_v = is_floating_point<T>::value;
+template <class T>
+struct is_integral : bool_constant<_mk::is_int_v<_mk::elem_t<remove_cv_t<T>>>> {};
+template <class T> constexpr bool is_integral_v = is_integral<T>::value;
+template <class T>
+struct is_arithmetic : bool_constant<is_integral<T>::value || is_floating_point<T>::value> {};
+template <class T> constexpr bool is_arithmetic_v = is_arithmetic<T>::value;
+template <class T>
+struct is_signed : bool_constant<std::is_signed<_mk::elem_t<remove_cv_t<T>>>::value ||
+                                 _mk::is_fp_v<_mk::elem_t<remove_cv_t<T>>>> {};
+template <class T> constexpr bool is_signed_v = is_signed<T>::value;
+template <class T>
+struct is_unsigned : bool_constant<std::is_unsigned<_mk::elem_t<remove_cv_t<T>>>::value> {};
+template <class T> constexpr bool is_unsigned_v = is_unsigned<T>::value;
+template <class T>
+struct is_scalar : bool_constant<std::is_scalar<T>::value || _mk::is_fp_v<T>> {};
+template <class T> constexpr bool is_scalar_v = is_scalar<T>::value;
+template <class T> struct is_vector : bool_constant<_mk::is_vec_v<T>> {};
+template <class T> constexpr bool is_vector_v = is_vector<T>::value;
+template <class T> struct is_packed_vector : bool_constant<_mk::is_packed_v<T>> {};
+template <class T> constexpr bool is_packed_vector_v = is_packed_vector<T>::value;
+template <class T> struct vec_elements : integral_constant<int, _mk::vinfo<remove_cv_t<T>>::n> {};
+template <class T> constexpr int vec_elements_v = vec_elements<T>::value;
+template <class T> struct make_scalar { typedef _mk::elem_t<remove_cv_t<T>> type; };
+template <class T> using make_scalar_t = typename make_scalar<T>::type;
+template <class T, int N> struct make_vector { typedef vec<T, N> type; };
+template <class T, int N> using make_vector_t = typename make_vector<T, N>::type;
+
+template <class T> struct make_signed { typedef std::make_signed_t<T> type; };
+template <class T, int N> struct make_signed<vec<T, N>> { typedef vec<std::make_signed_t<T>, N> type; };
+template <class T> using make_signed_t = typename make_signed<T>::type;
+template <class T> struct make_unsigned { typedef std::make_unsigned_t<T> type; };
+template <class T, int N> struct make_unsigned<vec<T, N>> { typedef vec<std::make_unsigned_t<T>, N> type; };
+template <class T> using make_unsigned_t = typename make_unsigned<T>::type;
+
+// ---------------------------------------------------------------------------
+// numeric_limits: std for the usual scalars; half, bfloat and vectors here.
+template <class T> struct numeric_limits : std::numeric_limits<T> {};
+
+namespace _mk {
+template <class T, unsigned short MaxB, unsigned short MinB, unsigned short EpsB, unsigned short DenB,
+          int Digits, int Digits10, int MaxDigits10, int MinExp, int MinExp10, int MaxExp, int MaxExp10>
+struct small_float_limits {
+  static constexpr bool is_specialized = true;
+  static constexpr bool is_signed = true;
+  static constexpr bool is_integer = false;
+  static constexpr bool is_exact = false;
+  static constexpr bool has_infinity = true;
+  static constexpr bool has_quiet_NaN = true;
+  static constexpr bool has_signaling_NaN = true;
+  static constexpr std::float_denorm_style has_denorm = std::denorm_present;
+  static constexpr bool has_denorm_loss = false;
+  static constexpr std::float_round_style round_style = std::round_to_nearest;
+  static constexpr bool is_iec559 = true;
+  static constexpr bool is_bounded = true;
+  static constexpr bool is_modulo = false;
+  static constexpr int digits = Digits;
+  static constexpr int digits10 = Digits10;
+  static constexpr int max_digits10 = MaxDigits10;
+  static constexpr int radix = 2;
+  static constexpr int min_exponent = MinExp;
+  static constexpr int min_exponent10 = MinExp10;
+  static constexpr int max_exponent = MaxExp;
+  static constexpr int max_exponent10 = MaxExp10;
+  static constexpr bool traps = false;
+  static constexpr bool tinyness_before = false;
+  static constexpr T min() noexcept { return __builtin_bit_cast(T, MinB); }
+  static constexpr T max() noexcept { return __builtin_bit_cast(T, MaxB); }
+  static constexpr T lowest() noexcept { return __builtin_bit_cast(T, (unsigned short)(MaxB | 0x8000)); }
+  static constexpr T epsilon() noexcept { return __builtin_bit_cast(T, EpsB); }
+  static constexpr T round_error() noexcept { return T(0.5f); }
+  static constexpr T infinity() noexcept { return T(__builtin_inff()); }
+  static constexpr T quiet_NaN() noexcept { return T(__builtin_nanf("")); }
+  static constexpr T signaling_NaN() noexcept { return T(__builtin_nansf("")); }
+  static constexpr T denorm_min() noexcept { return __builtin_bit_cast(T, DenB); }
+};
+} // namespace _mk
+// half: max 65504 (0x7bff), min normal 2^-14 (0x0400), eps 2^-10 (0x1400), denorm 2^-24
+template <>
+struct numeric_limits<half>
+    : _mk::small_float_limits<half, 0x7bff, 0x0400, 0x1400, 0x0001, 11, 3, 5, -13, -4, 16, 4> {};
+// bfloat: max 0x1.fep127 (0x7f7f), min 2^-126 (0x0080), eps 2^-7 (0x3c00), denorm 2^-133
+template <>
+struct numeric_limits<bfloat>
+    : _mk::small_float_limits<bfloat, 0x7f7f, 0x0080, 0x3c00, 0x0001, 8, 2, 4, -125, -37, 128, 38> {};
+template <class T> struct numeric_limits<const T> : numeric_limits<T> {};
+template <class T> struct numeric_limits<volatile T> : numeric_limits<T> {};
+template <class T> struct numeric_limits<const volatile T> : numeric_limits<T> {};
+// vectors: every component holds the scalar's value
+template <class T, int N> struct numeric_limits<vec<T, N>> : numeric_limits<T> {
+  typedef numeric_limits<T> S;
+  static constexpr vec<T, N> min() noexcept { return vec<T, N>(S::min()); }
+  static constexpr vec<T, N> max() noexcept { return vec<T, N>(S::max()); }
+  static constexpr vec<T, N> lowest() noexcept { return vec<T, N>(S::lowest()); }
+  static constexpr vec<T, N> epsilon() noexcept { return vec<T, N>(S::epsilon()); }
+  static constexpr vec<T, N> round_error() noexcept { return vec<T, N>(S::round_error()); }
+  static constexpr vec<T, N> infinity() noexcept { return vec<T, N>(S::infinity()); }
+  static constexpr vec<T, N> quiet_NaN() noexcept { return vec<T, N>(S::quiet_NaN()); }
+  static constexpr vec<T, N> signaling_NaN() noexcept { return vec<T, N>(S::signaling_NaN()); }
+  static constexpr vec<T, N> denorm_min() noexcept { return vec<T, N>(S::denorm_min()); }
+};
+
+// ---------------------------------------------------------------------------
+// as_type<T>(x): reinterpret the bits (sizes must match).
+template <class To, class From> MK_INLINE constexpr To as_type(const From& x) {
+  static_assert(sizeof(To) == sizeof(From), "as_type: source and destination sizes differ");
+  return __builtin_bit_cast(To, x);
+}
+
+// select(a, b, c): c ? b : a, component-wise for vectors.
+namespace _mk {
+template <class A, class B> struct select_common { typedef void type; };
+template <class A> struct select_common<A, A> { typedef A type; };
+} // namespace _mk
+template <class T, std::enable_if_t<_mk::is_arith_v<T> || std::is_pointer<T>::value, int> = 0>
+MK_INLINE constexpr T select(const T& a, const T& b, bool c) {
+  return c ? b : a;
+}
+template <class A, class B,
+          std::enable_if_t<!std::is_same<A, B>::value && _mk::is_arith_v<A> && _mk::is_arith_v<B>, int> = 0>
+MK_INLINE constexpr std::common_type_t<A, B> select(const A& a, const B& b, bool c) {
+  return c ? std::common_type_t<A, B>(b) : std::common_type_t<A, B>(a);
+}
+template <class T, int N>
+MK_INLINE constexpr vec<T, N> select(const vec<T, N>& a, const vec<T, N>& b, const vec<bool, N>& c) {
+  typedef typename vec<T, N>::native_type V;
+  typedef typename vec<T, N>::_st S;
+  typedef std::conditional_t<sizeof(S) == 1, signed char,
+                             std::conditional_t<sizeof(S) == 2, short,
+                                                std::conditional_t<sizeof(S) == 4, int, long>>>
+      I;
+  typedef I IV __attribute__((ext_vector_type(N)));
+  IV m = __builtin_convertvector(c._v, IV) != (I)0;
+  (void)sizeof(V);
+  return vec<T, N>(_mk::ntag{}, m ? b._v : a._v);
+}
+template <class T, int N>
+MK_INLINE constexpr vec<T, N> select(const vec<T, N>& a, const vec<T, N>& b, bool c) {
+  return c ? b : a;
+}
+template <class T, int N, class S, std::enable_if_t<_mk::is_arith_v<S>, int> = 0>
+MK_INLINE constexpr vec<T, N> select(const vec<T, N>& a, const S& b, const vec<bool, N>& c) {
+  return select(a, vec<T, N>(b), c);
+}
+template <class T, int N, class S, std::enable_if_t<_mk::is_arith_v<S>, int> = 0>
+MK_INLINE constexpr vec<T, N> select(const S& a, const vec<T, N>& b, const vec<bool, N>& c) {
+  return select(vec<T, N>(a), b, c);
+}
+} // namespace metal
+
+// ---------------------------------------------------------------------------
+// Global names, as MSL code uses them without `metal::`.
+using metal::as_type;
+#define MK_GLOBAL_VEC(name)                                                               \
+  using metal::name##2;                                                                   \
+  using metal::name##3;                                                                   \
+  using metal::name##4;                                                                   \
+  using metal::packed_##name##2;                                                          \
+  using metal::packed_##name##3;                                                          \
+  using metal::packed_##name##4;
+MK_GLOBAL_VEC(float)
+MK_GLOBAL_VEC(half)
+MK_GLOBAL_VEC(bfloat)
+MK_GLOBAL_VEC(int)
+MK_GLOBAL_VEC(uint)
+MK_GLOBAL_VEC(short)
+MK_GLOBAL_VEC(ushort)
+MK_GLOBAL_VEC(char)
+MK_GLOBAL_VEC(uchar)
+MK_GLOBAL_VEC(long)
+MK_GLOBAL_VEC(ulong)
+MK_GLOBAL_VEC(bool)
+#undef MK_GLOBAL_VEC
+
+#endif // MK_TYPES_H

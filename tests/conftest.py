@@ -1,0 +1,28 @@
+import os
+import tempfile
+
+import pytest
+
+# Each test session compiles into its own cache unless the caller chose one,
+# so results never depend on what an earlier run left behind.
+if "METAL_KERNEL_CACHE_DIR" not in os.environ:
+    os.environ["METAL_KERNEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="mk-test-cache-")
+
+
+@pytest.fixture
+def poison():
+    """Fill a fresh tensor with a value no kernel computes by accident."""
+    import torch
+
+    def make(shape, dtype=None):
+        import torch as _t
+
+        dtype = dtype or _t.float32
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if dtype.is_floating_point or dtype.is_complex:
+            return _t.full(shape, float("nan"), dtype=dtype)
+        if dtype == _t.bool:
+            return _t.zeros(shape, dtype=dtype)
+        return _t.full(shape, -0x5A5A5A5A if dtype in (_t.int32, _t.int64) else 0x5A, dtype=dtype)
+
+    return make
