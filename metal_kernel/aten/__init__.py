@@ -1,0 +1,15 @@
+"""metal_kernel.aten: the in-tree PyTorch MPS workflow.
+
+- `coverage`: which ops have CUDA but no MPS kernels, classified (coverage.py);
+- `add`: dispatch edit, Metal functor, host stub, test-list edits (add.py);
+- `migrate`: legacy `MPS: op_out_mps` rows to the shared line (migrate.py);
+- `verify`: generated kernels through an emulation of PyTorch's MPS host code,
+  on the runtime, against the CPU op (verify.py).
+
+The click group is `metal_kernel.aten.cli.aten`.
+"""
+
+from .errors import AtenError
+from .tree import PyTorchTree
+
+__all__ = ["AtenError", "PyTorchTree"]

@@ -1,0 +1,131 @@
+"""Metal side of `aten add`: a functor plus REGISTER_* instantiations per dtype.
+
+The functor comes from the user (`--functor FILE` holding `struct <name>_functor`,
+plus any helpers it needs) or from a one-expression template (`--expr`). One
+`REGISTER_<ARITY>_OP(name, in, out)` line per dtype the op supports, with `out`
+the dtype the CPU op returns for that input (int -> float ops instantiate
+`(long, float)` etc.). Existing functors and registrations are left alone, so a
+second run changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from . import dtypes as dt
+from .errors import AtenError
+from .fileops import FileChange, read_or_none
+
+# Arity -> (kernel file, registration macro, expression variables).
+ARITY = {
+    "unary": ("UnaryKernel.metal", "REGISTER_UNARY_OP", ("x",)),
+    "binary": ("BinaryKernel.metal", "REGISTER_BINARY_OP", ("a", "b")),
+}
+
+HEADER = """\
+#include <c10/metal/indexing.h>
+#include <c10/metal/special_math.h>
+#include <c10/metal/utils.h>
+#include <metal_stdlib>
+using namespace metal;
+using namespace c10::metal;
+"""
+
+
+def functor_struct_re(name: str) -> re.Pattern:
+    return re.compile(rf"\bstruct\s+{re.escape(name)}_functor\b")
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str  # kernel family name: host names are <name>_dense_<out>_<in>, ...
+    arity: str
+    out_dtype: dict  # input dtype -> output dtype
+
+    @property
+    def registrations(self) -> list[str]:
+        macro = ARITY[self.arity][1]
+        return [f"{macro}({self.name}, {dt.METAL_TYPE[i]}, {dt.METAL_TYPE[o]});"
+                for i, o in self.out_dtype.items()]
+
+
+def functor_from_file(path: Path, candidates: list[str]) -> tuple[str, str]:
+    """(kernel name, source) of the first `struct <candidate>_functor` in `path`."""
+    path = Path(path)
+    if not path.is_file():
+        raise AtenError("functor file does not exist", path)
+    text = path.read_text()
+    for name in candidates:
+        if functor_struct_re(name).search(text):
+            return name, text.strip() + "\n"
+    wanted = " or ".join(f"struct {c}_functor" for c in candidates)
+    raise AtenError(f"no {wanted} in the functor file", path)
+
+
+def _integral_result(spec: KernelSpec) -> str | None:
+    outs = {o == i for i, o in spec.out_dtype.items() if not i.is_floating_point and not i.is_complex}
+    ints_to_float = {o for i, o in spec.out_dtype.items() if not i.is_floating_point and not i.is_complex}
+    if not ints_to_float:
+        return None
+    if outs == {True}:
+        return "T"
+    if ints_to_float == {torch.float32}:
+        return "float"
+    raise AtenError(f"'{spec.name}' maps integer inputs to mixed result types; write the functor "
+                    "yourself and pass it with --functor")
+
+
+def functor_from_expr(spec: KernelSpec, expr: str) -> str:
+    if any(d.is_complex for d in spec.out_dtype):
+        raise AtenError(f"--expr cannot express complex overloads of '{spec.name}'; use --functor")
+    names = ARITY[spec.arity][2]
+    params = ", ".join(f"const T {n}" for n in names)
+    lines = [f"struct {spec.name}_functor {{"]
+    if any(d.is_floating_point for d in spec.out_dtype):
+        lines += [
+            "  template <typename T, enable_if_t<is_floating_point_v<T>, bool> = true>",
+            f"  inline T operator()({params}) {{",
+            f"    return static_cast<T>({expr});",
+            "  }",
+        ]
+    result = _integral_result(spec)
+    if result == "T":
+        lines += [
+            "  template <typename T, enable_if_t<is_integral_v<T>, bool> = true>",
+            f"  inline T operator()({params}) {{",
+            f"    return static_cast<T>({expr});",
+            "  }",
+        ]
+    elif result == "float":
+        raw = ", ".join(f"const T {n}_" for n in names)
+        lines += [
+            "  template <typename T, enable_if_t<is_integral_v<T>, bool> = true>",
+            f"  inline float operator()({raw}) {{",
+            *[f"    const float {n} = static_cast<float>({n}_);" for n in names],
+            f"    return {expr};",
+            "  }",
+        ]
+    lines.append("};")
+    return "\n".join(lines) + "\n"
+
+
+def plan_metal(kernels_dir: Path, spec: KernelSpec, functor_source: str) -> FileChange:
+    path = Path(kernels_dir) / ARITY[spec.arity][0]
+    old = read_or_none(path)
+    text = old if old is not None else HEADER
+    blocks = []
+    if not functor_struct_re(spec.name).search(text):
+        blocks.append(functor_source.rstrip("\n"))
+    present = set(re.findall(r"REGISTER_\w+_OP\([^;]*\);", re.sub(r"\s+", " ", text)))
+    present = {re.sub(r"\s+", "", p) for p in present}
+    missing = [r for r in spec.registrations if re.sub(r"\s+", "", r) not in present]
+    if missing:
+        blocks.append("\n".join(missing))
+    if not blocks:
+        return FileChange(path, old, text)
+    new = text.rstrip("\n") + "\n\n" + "\n\n".join(blocks) + "\n"
+    return FileChange(path, old, new)
