@@ -54,6 +54,10 @@ COMMON_FLAGS = [
     "-fdeclspec",  # vector swizzles are declspec properties
     "-Xclang", "-ffloat16-excess-precision=none",  # half rounds at every op
     "-Xclang", "-fbfloat16-excess-precision=none",
+    # The AVX-512 BF16 / AVX-NE-CONVERT float->bfloat instructions flush
+    # subnormals; mk/types.h converts with exact round-to-nearest-even instead.
+    "-mno-avx512bf16", "-mno-avxneconvert",
+    "-g0",  # zig's driver emits debug info unless told not to
 ]
 
 

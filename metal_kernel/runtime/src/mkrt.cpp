@@ -66,8 +66,9 @@ typedef void (*FiberMain)(void*, void*);
 #if defined(__x86_64__)
 extern "C" void mk_switch(void** save_sp, void* new_sp);
 extern "C" void mk_fiber_trampoline();
-// Saves callee-saved registers, MXCSR and the x87 control word on the current
-// stack, stores the stack pointer, and resumes the other context.
+// Saves the callee-saved registers on the current stack, stores the stack
+// pointer, and resumes the other context. Kernels never change the floating
+// point environment, so MXCSR and the x87 control word are not switched.
 asm(R"(
 .text
 .p2align 4
@@ -81,14 +82,8 @@ mk_switch:
   pushq %r13
   pushq %r14
   pushq %r15
-  subq $8, %rsp
-  stmxcsr (%rsp)
-  fnstcw 4(%rsp)
   movq %rsp, (%rdi)
   movq %rsi, %rsp
-  ldmxcsr (%rsp)
-  fldcw 4(%rsp)
-  addq $8, %rsp
   popq %r15
   popq %r14
   popq %r13
@@ -124,7 +119,6 @@ void make_context(Context* c, const Stack& s, FiberMain fn, void* a, void* b) {
   *--p = reinterpret_cast<uint64_t>(b);                     // r13
   *--p = reinterpret_cast<uint64_t>(fn);                    // r14
   *--p = 0;                                                 // r15
-  *--p = 0x037F00001F80ull;  // MXCSR default, x87 control word default
   c->sp = p;
 }
 inline void switch_context(Context* from, Context* to) { mk_switch(&from->sp, to->sp); }
@@ -204,7 +198,9 @@ struct Worker {
   }
 };
 
-thread_local Worker* tls_worker = nullptr;
+// initial-exec: this library is dlopen'ed, and the default TLS model would
+// call __tls_get_addr on every barrier and simd call.
+__attribute__((tls_model("initial-exec"))) thread_local Worker* tls_worker = nullptr;
 
 [[noreturn]] void fail(Worker* w, int kind, const char* fmt, ...);
 
@@ -225,14 +221,20 @@ uint32_t running_linear(Worker* w) {
                        : static_cast<uint32_t>(reinterpret_cast<uintptr_t>(w->run0.current));
 }
 
+void yield_to_next(Worker* w, Context* save);
+
 void fiber_main(void* wp, void* runp) {
   Worker* w = static_cast<Worker*>(wp);
   Run* run = static_cast<Run*>(runp);
   w->entry(run);
-  if (w->fiber_mode) current_thread(w).state = DONE;
   // A finished fiber never runs again.
   Context dead;
-  switch_context(&dead, &w->sched);
+  if (w->fiber_mode) {
+    current_thread(w).state = DONE;
+    yield_to_next(w, &dead);
+  } else {
+    switch_context(&dead, &w->sched);
+  }
   __builtin_unreachable();
 }
 
@@ -249,12 +251,30 @@ void upgrade(Worker* w) {
   w->running = k;
 }
 
-// Blocks the running thread; returns when the scheduler resumes it.
+// Index of the next thread to run after `from` (NEW threads get their
+// fiber here), or -1 when every thread waits or has finished.
+int64_t next_ready(Worker* w, uint32_t from);
+
+// Switches from the running thread (whose state the caller has set) straight
+// to the next ready one: one context switch per thread per barrier, the
+// scheduler only runs when everyone waits.
+void yield_to_next(Worker* w, Context* save) {
+  const int64_t next = next_ready(w, w->running + 1);
+  if (next < 0) {
+    switch_context(save, &w->sched);
+    return;
+  }
+  w->running = uint32_t(next);
+  w->threads[next].state = RUNNING;
+  switch_context(save, &w->threads[next].ctx);
+}
+
+// Blocks the running thread; returns when it is resumed.
 void block(Worker* w, ThreadState s) {
   Thread& th = current_thread(w);
   th.state = s;
   // Thread k of an upgraded group still runs on fiber 0's stack and context.
-  switch_context(&th.ctx, &w->sched);
+  yield_to_next(w, &th.ctx);
 }
 
 // Depth of the caller's frame on its fiber stack: with the call site it
@@ -328,27 +348,35 @@ uint32_t api_thread_index() { return running_linear(tls_worker); }
 const RuntimeApi kApi = {MK_ABI_VERSION, api_barrier,  api_simd_sync, api_threadgroup_alloc,
                          api_fail,       api_thread_index};
 
+int64_t next_ready(Worker* w, uint32_t from) {
+  for (uint32_t t = from; t < w->nthreads; ++t) {
+    Thread& th = w->threads[t];
+    if (th.state == NEW) {
+      th.run = w->run0;
+      th.run.begin = t;
+      th.run.end = t + 1;
+      th.run.upgraded = reinterpret_cast<const void*>(1);
+      const Stack& st = w->stack(t + 1);
+      th.stack_top = reinterpret_cast<uintptr_t>(st.top());
+      make_context(&th.ctx, st, fiber_main, w, &th.run);
+      th.state = READY;
+    }
+    if (th.state == READY) return t;
+  }
+  return -1;
+}
+
 // Runs every ready fiber, then resolves simdgroup calls and barriers.
 void schedule(Worker* w) {
   const uint32_t n = w->nthreads;
   for (;;) {
-    for (uint32_t t = 0; t < n; ++t) {
-      Thread& th = w->threads[t];
-      if (th.state == NEW) {
-        th.run = w->run0;
-        th.run.begin = t;
-        th.run.end = t + 1;
-        th.run.upgraded = reinterpret_cast<const void*>(1);
-        const Stack& st = w->stack(t + 1);
-        th.stack_top = reinterpret_cast<uintptr_t>(st.top());
-        make_context(&th.ctx, st, fiber_main, w, &th.run);
-        th.state = READY;
-      }
-      if (th.state == READY) {
-        w->running = t;
-        th.state = RUNNING;
-        switch_context(&w->sched, &th.ctx);
-      }
+    // Run every ready thread: they hand over to each other directly and
+    // come back here when all of them wait (or are done).
+    const int64_t first = next_ready(w, 0);
+    if (first >= 0) {
+      w->running = uint32_t(first);
+      w->threads[first].state = RUNNING;
+      switch_context(&w->sched, &w->threads[first].ctx);
     }
     bool resolved = false;
     const uint32_t nsimd = (n + MK_SIMD_WIDTH - 1) / MK_SIMD_WIDTH;
@@ -565,12 +593,18 @@ void work(Worker* w, Dispatch* d) {
     if (d->failed.load(std::memory_order_relaxed)) break;
     const uint64_t g = d->next.fetch_add(1);
     if (g >= d->ngroups) break;
-    if (sigsetjmp(w->abort_jmp, 1) == 0) {
+    // No signal mask saved here (that is a system call per group); the
+    // abort path unblocks the fault signals itself.
+    if (sigsetjmp(w->abort_jmp, 0) == 0) {
       w->in_kernel = 1;
       run_group(w, g);
       w->in_kernel = 0;
     } else {
       w->in_kernel = 0;
+      sigset_t faults;
+      sigemptyset(&faults);
+      for (int sig : kSignals) sigaddset(&faults, sig);
+      pthread_sigmask(SIG_UNBLOCK, &faults, nullptr);
       break;  // the group was abandoned; its fibers are reset next time
     }
   }

@@ -1,6 +1,7 @@
 // metal-kernel: the MSL math, common, integer, relational and geometric
-// function libraries, in namespace metal (plus metal::precise and metal::fast,
-// which here name the same, accurate, functions).
+// function libraries, matrix transpose/determinant and <metal_pack>, in
+// namespace metal (plus metal::precise and metal::fast, which here name the
+// same, accurate, functions).
 //
 // Rules implemented:
 //  * Every function exists for float, half and bfloat scalars (exact,
@@ -42,16 +43,22 @@ template <> struct undouble<double> { typedef float type; };
 // common scalar type of two arithmetic scalars (Metal-ish): same type stays,
 // two different floating types -> float, float with integer -> the float
 // type, two integers -> the C++ common type.
+template <class T> struct tag { typedef T type; };
+template <class A, class B> constexpr auto sc2_pick() {
+  if constexpr (std::is_same<A, B>::value)
+    return tag<typename undouble<A>::type>{};
+  else if constexpr (is_fp_v<A> && is_fp_v<B>)
+    return tag<float>{};
+  else if constexpr (is_fp_v<A>)
+    return tag<typename undouble<A>::type>{};
+  else if constexpr (is_fp_v<B>)
+    return tag<typename undouble<B>::type>{};
+  else
+    return tag<std::common_type_t<A, B>>{};
+}
 template <class A, class B, class = void> struct sc2 {};
-template <class A, class B>
-struct sc2<A, B, std::enable_if_t<is_arith_v<A> && is_arith_v<B>>> {
-  typedef std::conditional_t<
-      std::is_same<A, B>::value, typename undouble<A>::type,
-      std::conditional_t<is_fp_v<A> && is_fp_v<B>, float,
-                         std::conditional_t<is_fp_v<A>, typename undouble<A>::type,
-                                            std::conditional_t<is_fp_v<B>, typename undouble<B>::type,
-                                                               std::common_type_t<A, B>>>>>
-      type;
+template <class A, class B> struct sc2<A, B, std::enable_if_t<is_arith_v<A> && is_arith_v<B>>> {
+  typedef typename decltype(sc2_pick<A, B>())::type type;
 };
 template <class... X> struct scommon {};
 template <class A> struct scommon<A> {
@@ -989,11 +996,128 @@ MK_INLINE vec<T, N> refract(const vec<T, N>& i, const vec<T, N>& n, E eta_) {
     return vec<T, N>(T(0));
   return vec<T, N>(eta * fi - (eta * d + __builtin_sqrtf(k)) * fn);
 }
+// matrix functions
+template <class T, int C, int R> MK_INLINE matrix<T, R, C> transpose(const matrix<T, C, R>& m) {
+  matrix<T, R, C> t;
+  for (int c = 0; c < C; ++c)
+    for (int r = 0; r < R; ++r)
+      t.columns[r][c] = m.columns[c][r];
+  return t;
+}
+template <class T> MK_INLINE T determinant(const matrix<T, 2, 2>& m) {
+  return T(float(m[0][0]) * float(m[1][1]) - float(m[1][0]) * float(m[0][1]));
+}
+template <class T> MK_INLINE T determinant(const matrix<T, 3, 3>& m) {
+  vec<float, 3> a(m[0]), b(m[1]), c(m[2]);
+  return T(a.x * (b.y * c.z - c.y * b.z) - b.x * (a.y * c.z - c.y * a.z) + c.x * (a.y * b.z - b.y * a.z));
+}
+template <class T> MK_INLINE T determinant(const matrix<T, 4, 4>& m) {
+  float a[4][4];
+  for (int c = 0; c < 4; ++c)
+    for (int r = 0; r < 4; ++r)
+      a[c][r] = float(m[c][r]);
+  float det = 0.0f;
+  for (int k = 0; k < 4; ++k) {
+    // cofactor expansion along column 0
+    float s[3][3];
+    for (int c = 1; c < 4; ++c)
+      for (int r = 0, rr = 0; r < 4; ++r)
+        if (r != k)
+          s[c - 1][rr++] = a[c][r];
+    float minor = s[0][0] * (s[1][1] * s[2][2] - s[2][1] * s[1][2]) - s[1][0] * (s[0][1] * s[2][2] - s[2][1] * s[0][2]) +
+                  s[2][0] * (s[0][1] * s[1][2] - s[1][1] * s[0][2]);
+    det += ((k & 1) ? -1.0f : 1.0f) * a[0][k] * minor;
+  }
+  return T(det);
+}
+
 // scalar forms (GLSL-style; harmless extras)
 MK_INLINE float dot(float a, float b) { return a * b; }
 MK_INLINE float length(float x) { return __builtin_fabsf(x); }
 MK_INLINE float distance(float a, float b) { return __builtin_fabsf(a - b); }
 MK_INLINE float normalize(float x) { return x / __builtin_fabsf(x); }
+
+// ---- pack / unpack (<metal_pack>) ------------------------------------------
+// Component x is in the lowest bits.  unorm: round(clamp(c, 0, 1) * (2^n-1));
+// snorm: round(clamp(c, -1, 1) * (2^(n-1)-1)); round = to nearest even.
+namespace _mk {
+MK_INLINE uint pk_unorm(float c, float scale) { return uint(__builtin_roundevenf(f_clamp(c, 0.0f, 1.0f) * scale)); }
+MK_INLINE uint pk_snorm(float c, float scale, uint mask) {
+  return uint(int(__builtin_roundevenf(f_clamp(c, -1.0f, 1.0f) * scale))) & mask;
+}
+MK_INLINE float up_snorm(int v, float scale) { return __builtin_fmaxf(float(v) / scale, -1.0f); }
+MK_INLINE float srgb_to_linear(float c) {
+  return c <= 0.04045f ? c / 12.92f : __builtin_powf((c + 0.055f) / 1.055f, 2.4f);
+}
+MK_INLINE float linear_to_srgb(float c) {
+  c = f_clamp(c, 0.0f, 1.0f);
+  return c <= 0.0031308f ? c * 12.92f : 1.055f * __builtin_powf(c, 1.0f / 2.4f) - 0.055f;
+}
+} // namespace _mk
+MK_INLINE float4 unpack_unorm4x8_to_float(uint x) {
+  return float4(float(x & 0xffu), float((x >> 8) & 0xffu), float((x >> 16) & 0xffu), float(x >> 24)) / 255.0f;
+}
+MK_INLINE float4 unpack_snorm4x8_to_float(uint x) {
+  typedef signed char sc;
+  return float4(_mk::up_snorm(sc(x & 0xffu), 127.0f), _mk::up_snorm(sc((x >> 8) & 0xffu), 127.0f),
+                _mk::up_snorm(sc((x >> 16) & 0xffu), 127.0f), _mk::up_snorm(sc(x >> 24), 127.0f));
+}
+MK_INLINE float4 unpack_unorm4x8_srgb_to_float(uint x) {
+  float4 v = unpack_unorm4x8_to_float(x);
+  return float4(_mk::srgb_to_linear(v.x), _mk::srgb_to_linear(v.y), _mk::srgb_to_linear(v.z), v.w);
+}
+MK_INLINE float2 unpack_unorm2x16_to_float(uint x) {
+  return float2(float(x & 0xffffu), float(x >> 16)) / 65535.0f;
+}
+MK_INLINE float2 unpack_snorm2x16_to_float(uint x) {
+  return float2(_mk::up_snorm(int(short(x & 0xffffu)), 32767.0f), _mk::up_snorm(int(short(x >> 16)), 32767.0f));
+}
+MK_INLINE float4 unpack_unorm10a2_to_float(uint x) {
+  return float4(float(x & 0x3ffu) / 1023.0f, float((x >> 10) & 0x3ffu) / 1023.0f, float((x >> 20) & 0x3ffu) / 1023.0f,
+                float(x >> 30) / 3.0f);
+}
+MK_INLINE float3 unpack_unorm565_to_float(ushort x) {
+  return float3(float(x & 0x1fu) / 31.0f, float((x >> 5) & 0x3fu) / 63.0f, float(x >> 11) / 31.0f);
+}
+MK_INLINE half4 unpack_unorm4x8_to_half(uint x) { return half4(unpack_unorm4x8_to_float(x)); }
+MK_INLINE half4 unpack_snorm4x8_to_half(uint x) { return half4(unpack_snorm4x8_to_float(x)); }
+MK_INLINE half4 unpack_unorm4x8_srgb_to_half(uint x) { return half4(unpack_unorm4x8_srgb_to_float(x)); }
+MK_INLINE half2 unpack_unorm2x16_to_half(uint x) { return half2(unpack_unorm2x16_to_float(x)); }
+MK_INLINE half2 unpack_snorm2x16_to_half(uint x) { return half2(unpack_snorm2x16_to_float(x)); }
+MK_INLINE half4 unpack_unorm10a2_to_half(uint x) { return half4(unpack_unorm10a2_to_float(x)); }
+MK_INLINE half3 unpack_unorm565_to_half(ushort x) { return half3(unpack_unorm565_to_float(x)); }
+
+MK_INLINE uint pack_float_to_unorm4x8(float4 v) {
+  return _mk::pk_unorm(v.x, 255.0f) | (_mk::pk_unorm(v.y, 255.0f) << 8) | (_mk::pk_unorm(v.z, 255.0f) << 16) |
+         (_mk::pk_unorm(v.w, 255.0f) << 24);
+}
+MK_INLINE uint pack_float_to_snorm4x8(float4 v) {
+  return _mk::pk_snorm(v.x, 127.0f, 0xffu) | (_mk::pk_snorm(v.y, 127.0f, 0xffu) << 8) |
+         (_mk::pk_snorm(v.z, 127.0f, 0xffu) << 16) | (_mk::pk_snorm(v.w, 127.0f, 0xffu) << 24);
+}
+MK_INLINE uint pack_float_to_srgb_unorm4x8(float4 v) {
+  return pack_float_to_unorm4x8(float4(_mk::linear_to_srgb(v.x), _mk::linear_to_srgb(v.y), _mk::linear_to_srgb(v.z), v.w));
+}
+MK_INLINE uint pack_float_to_unorm2x16(float2 v) {
+  return _mk::pk_unorm(v.x, 65535.0f) | (_mk::pk_unorm(v.y, 65535.0f) << 16);
+}
+MK_INLINE uint pack_float_to_snorm2x16(float2 v) {
+  return _mk::pk_snorm(v.x, 32767.0f, 0xffffu) | (_mk::pk_snorm(v.y, 32767.0f, 0xffffu) << 16);
+}
+MK_INLINE uint pack_float_to_unorm10a2(float4 v) {
+  return _mk::pk_unorm(v.x, 1023.0f) | (_mk::pk_unorm(v.y, 1023.0f) << 10) | (_mk::pk_unorm(v.z, 1023.0f) << 20) |
+         (_mk::pk_unorm(v.w, 3.0f) << 30);
+}
+MK_INLINE ushort pack_float_to_unorm565(float3 v) {
+  return ushort(_mk::pk_unorm(v.x, 31.0f) | (_mk::pk_unorm(v.y, 63.0f) << 5) | (_mk::pk_unorm(v.z, 31.0f) << 11));
+}
+MK_INLINE uint pack_half_to_unorm4x8(half4 v) { return pack_float_to_unorm4x8(float4(v)); }
+MK_INLINE uint pack_half_to_snorm4x8(half4 v) { return pack_float_to_snorm4x8(float4(v)); }
+MK_INLINE uint pack_half_to_srgb_unorm4x8(half4 v) { return pack_float_to_srgb_unorm4x8(float4(v)); }
+MK_INLINE uint pack_half_to_unorm2x16(half2 v) { return pack_float_to_unorm2x16(float2(v)); }
+MK_INLINE uint pack_half_to_snorm2x16(half2 v) { return pack_float_to_snorm2x16(float2(v)); }
+MK_INLINE uint pack_half_to_unorm10a2(half4 v) { return pack_float_to_unorm10a2(float4(v)); }
+MK_INLINE ushort pack_half_to_unorm565(half3 v) { return pack_float_to_unorm565(float3(v)); }
 
 #undef MK_F1
 #undef MK_F2

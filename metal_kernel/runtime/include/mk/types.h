@@ -1,5 +1,6 @@
-// metal-kernel: Metal scalar and vector types, packed vectors, metal::array,
-// as_type, select, and the metal:: type traits / numeric_limits.
+// metal-kernel: Metal scalar and vector types, packed vectors, matrices,
+// metal::array / array_ref, as_type, select, and the metal:: type traits /
+// numeric_limits.
 //
 // Header-only C++17 for clang (needs -fdeclspec for the swizzle properties).
 //
@@ -13,7 +14,12 @@
 //    `unsigned char`, values 0 or 1); `v[i]` / `v.x` still yield bool.
 //  * Layout equals Metal's: sizeof(float3) == 16, alignof == 16,
 //    sizeof(half3) == 8, sizeof(bool3) == 4, packed_T3 is T[3].
-//  * Scalars: half = _Float16, bfloat = __bf16, long/ulong are 64-bit.
+//  * Scalars: half = _Float16, bfloat = class over __bf16 (see below; vectors
+//    store __bf16), long/ulong are 64-bit.
+//  * bfloat conversions are IEEE round-to-nearest-even only if the compiler
+//    does not use AVX512-BF16 / AVX-NE-CONVERT instructions (they flush
+//    subnormal inputs to zero): build with -mno-avx512bf16 -mno-avxneconvert
+//    when using -march=native.  The software path is __truncsfbf2 below.
 //  * Vector integer `/` and `%` never trap: x / 0 == -1 (all bits set) and
 //    x % 0 == x (RISC-V convention); INT_MIN / -1 == INT_MIN, INT_MIN % -1 == 0.
 //    Vector shifts use the count modulo the element width (OpenCL rule).
@@ -35,14 +41,112 @@
 // ---------------------------------------------------------------------------
 // Scalar types (global, as in MSL; also re-exported into namespace metal).
 typedef _Float16 half;
-typedef __bf16 bfloat;
 typedef unsigned char uchar;
 typedef unsigned short ushort;
 typedef unsigned int uint;
 typedef unsigned long ulong;
 
 static_assert(sizeof(long) == 8, "Metal long is 64-bit");
-static_assert(sizeof(half) == 2 && sizeof(bfloat) == 2, "16-bit floats");
+
+// ---------------------------------------------------------------------------
+// bfloat: a thin class over clang's __bf16 (same size, alignment, bits).
+// Why not a plain typedef: clang refuses every conversion between __bf16 and
+// _Float16 (even static_cast), while Metal allows half <-> bfloat casts and
+// generic kernels do them (c10's cast_to, copy/cast kernels).  As a class it
+// converts implicitly to float (and from there to half and the integers) and
+// from every arithmetic type, and keeps Metal's arithmetic typing:
+//   bfloat op bfloat / integer -> bfloat (rounded at every operation),
+//   bfloat op float -> float, bfloat op half -> float, bfloat op double -> double.
+// Limitation: `c ? some_bfloat : 1.0f` is ambiguous (both operands convert to
+// each other); write `float(b)` or `bfloat(1.0f)`.
+namespace __mk_bf {
+template <class S>
+constexpr bool ok = std::is_arithmetic<S>::value || std::is_same<S, _Float16>::value || std::is_same<S, __bf16>::value;
+template <class S> __attribute__((always_inline)) constexpr __bf16 from(const S& s) {
+  if constexpr (std::is_same<S, bool>::value)
+    return s ? (__bf16)1.0f : (__bf16)0.0f;
+  else if constexpr (std::is_same<S, _Float16>::value)
+    return (__bf16)(float)s;
+  else
+    return (__bf16)s;
+}
+// operand as seen by __bf16 arithmetic: half goes through float
+template <class S> __attribute__((always_inline)) constexpr auto arg(const S& s) {
+  if constexpr (std::is_same<S, _Float16>::value)
+    return (float)s;
+  else if constexpr (std::is_same<S, bool>::value)
+    return (int)s;
+  else
+    return s;
+}
+} // namespace __mk_bf
+
+struct bfloat {
+  __bf16 _b;
+  bfloat() = default;
+  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>
+  __attribute__((always_inline)) constexpr bfloat(const S& s) : _b(__mk_bf::from(s)) {}
+  __attribute__((always_inline)) constexpr operator float() const { return (float)_b; }
+
+  __attribute__((always_inline)) constexpr bfloat operator+() const { return *this; }
+  __attribute__((always_inline)) constexpr bfloat operator-() const { return bfloat(__bf16(-_b)); }
+  __attribute__((always_inline)) constexpr bfloat& operator++() { _b = __bf16(_b + (__bf16)1.0f); return *this; }
+  __attribute__((always_inline)) constexpr bfloat& operator--() { _b = __bf16(_b - (__bf16)1.0f); return *this; }
+  __attribute__((always_inline)) constexpr bfloat operator++(int) { bfloat t = *this; ++*this; return t; }
+  __attribute__((always_inline)) constexpr bfloat operator--(int) { bfloat t = *this; --*this; return t; }
+
+private:
+  template <class R> __attribute__((always_inline)) static constexpr auto wrap(const R& r) {
+    if constexpr (std::is_same<R, __bf16>::value)
+      return bfloat(r);
+    else
+      return r;
+  }
+
+public:
+#define MK_BF_ARITH(op)                                                                   \
+  friend __attribute__((always_inline)) constexpr bfloat operator op(bfloat a, bfloat b) { \
+    return bfloat(__bf16(a._b op b._b));                                                  \
+  }                                                                                       \
+  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
+  friend __attribute__((always_inline)) constexpr auto operator op(bfloat a, const S& s) { \
+    return wrap(a._b op __mk_bf::arg(s));                                                 \
+  }                                                                                       \
+  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
+  friend __attribute__((always_inline)) constexpr auto operator op(const S& s, bfloat a) { \
+    return wrap(__mk_bf::arg(s) op a._b);                                                 \
+  }                                                                                       \
+  template <class S, std::enable_if_t<__mk_bf::ok<S> || std::is_same<S, bfloat>::value, int> = 0> \
+  __attribute__((always_inline)) constexpr bfloat& operator op##=(const S& s) {           \
+    *this = bfloat(*this op s);                                                           \
+    return *this;                                                                         \
+  }
+  MK_BF_ARITH(+)
+  MK_BF_ARITH(-)
+  MK_BF_ARITH(*)
+  MK_BF_ARITH(/)
+#undef MK_BF_ARITH
+#define MK_BF_CMP(op)                                                                     \
+  friend __attribute__((always_inline)) constexpr bool operator op(bfloat a, bfloat b) { return a._b op b._b; } \
+  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
+  friend __attribute__((always_inline)) constexpr bool operator op(bfloat a, const S& s) { \
+    return a._b op __mk_bf::arg(s);                                                       \
+  }                                                                                       \
+  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
+  friend __attribute__((always_inline)) constexpr bool operator op(const S& s, bfloat a) { \
+    return __mk_bf::arg(s) op a._b;                                                       \
+  }
+  MK_BF_CMP(==)
+  MK_BF_CMP(!=)
+  MK_BF_CMP(<)
+  MK_BF_CMP(<=)
+  MK_BF_CMP(>)
+  MK_BF_CMP(>=)
+#undef MK_BF_CMP
+};
+static_assert(sizeof(half) == 2 && sizeof(bfloat) == 2 && alignof(bfloat) == 2, "16-bit floats");
+static_assert(std::is_trivially_copyable<bfloat>::value && std::is_trivially_default_constructible<bfloat>::value,
+              "bfloat must stay a plain 16-bit value");
 
 // ---------------------------------------------------------------------------
 // float/double -> bfloat conversion helpers.  The compiler-rt bundled with
@@ -131,6 +235,7 @@ template <class T> constexpr bool is_packed_v = vinfo<std::remove_cv_t<T>>::is_p
 
 template <class T> struct storage { typedef T type; };
 template <> struct storage<bool> { typedef unsigned char type; };
+template <> struct storage<bfloat> { typedef __bf16 type; };
 template <class T> using storage_t = typename storage<T>::type;
 
 // Element conversion with Metal rules: x -> bool is x != 0; half <-> bfloat
@@ -146,8 +251,11 @@ template <class T, class S> MK_INLINE constexpr storage_t<T> elem_cast(const S& 
   }
 }
 
+template <class T, class S>
+constexpr bool splat_implicit_v = is_arith_v<S> && (!std::is_same<S, bfloat>::value || std::is_same<T, bfloat>::value);
+
 // Number of components an argument contributes to a vector constructor
-// (0 = not allowed).
+// (negative = not a scalar or vector: never sums to N).
 template <class A> constexpr int ncomp() {
   typedef std::remove_cv_t<std::remove_reference_t<A>> D;
   if constexpr (is_arith_v<D>)
@@ -225,6 +333,14 @@ template <class T, int N> struct packed_storage {
   }
 };
 
+// Component/swizzle properties (clang __declspec(property), needs -fdeclspec).
+// Single components have a reference getter so `v.x` is a true lvalue
+// (`&v.x`, `float& r = v.x`, `sincos(a, c.x)` all work).  Multi-component
+// swizzles return a new vec (getter with deduced return type: the declared
+// property type `int` is only a placeholder, the expression `v.xy` has the
+// getter's type vec<T, 2>); the ones without repeated components also have a
+// (template) setter, so `v.xy = ...`, `v.zw += 1` work.  `auto` getters and
+// template setters keep class instantiation cheap (~2 ms per vec type).
 #define MK_S1(nm, i)                                                                  \
   MK_AI T& _get_##nm() & { return this->_ref(i); }                                    \
   MK_AI constexpr T _get_##nm() const& { return this->_val(i); }                      \
@@ -314,9 +430,13 @@ template <class T, int N> struct vec : _mk::vec_data<T, N> {
 
   vec() = default;
   MK_AI constexpr vec(_mk::ntag, const native_type& n) : _base{{n}} {}
-  // splat: float4(x), float4 v = 1.0f
-  template <class S, std::enable_if_t<_mk::is_arith_v<S>, int> = 0>
+  // splat: float4(x), float4 v = 1.0f (implicit from the builtin scalars and
+  // from T itself; from bfloat into a non-bfloat vector only explicitly, so
+  // that f(float) vs f(float2) called with a bfloat is not ambiguous)
+  template <class S, std::enable_if_t<_mk::splat_implicit_v<T, S>, int> = 0>
   MK_AI constexpr vec(const S& s) : _base{{(native_type)(_mk::elem_cast<T>(s))}} {}
+  template <class S, std::enable_if_t<_mk::is_arith_v<S> && !_mk::splat_implicit_v<T, S>, int> = 0>
+  MK_AI constexpr explicit vec(const S& s) : _base{{(native_type)(_mk::elem_cast<T>(s))}} {}
   // component-wise / mixed: float4(a, b, c, d), float4(a.xy, b, c), {1, 2}
   template <class A0, class A1, class... As,
             std::enable_if_t<(_mk::ncomp<A0>() + _mk::ncomp<A1>() + (0 + ... + _mk::ncomp<As>())) == N, int> = 0>
@@ -517,6 +637,115 @@ MK_VEC_TYPEDEFS(long, long)
 MK_VEC_TYPEDEFS(ulong, ulong)
 MK_VEC_TYPEDEFS(bool, bool)
 #undef MK_VEC_TYPEDEFS
+
+// ---------------------------------------------------------------------------
+// matrix<T, Cols, Rows>: column-major, columns are vec<T, Rows> (so float3x3
+// is 3 x 16 bytes, as in Metal).  m[c] is column c, m[c][r] one element.
+namespace _mk {
+template <class... A> constexpr bool all_arith_v = (is_arith_v<A> && ...);
+}
+template <class T, int C, int R> struct matrix {
+  static_assert(C >= 2 && C <= 4 && R >= 2 && R <= 4, "Metal matrices are 2..4 x 2..4");
+  typedef vec<T, R> column_type;
+  vec<T, R> columns[C];
+
+  matrix() = default;
+  // diagonal matrix: float4x4(1)
+  MK_AI constexpr explicit matrix(T d) : columns{} {
+    for (int c = 0; c < C; ++c)
+      for (int r = 0; r < R; ++r)
+        columns[c]._v[r] = (c == r) ? d : T(0);
+  }
+  // from C columns
+  template <class... V, std::enable_if_t<sizeof...(V) == C && (std::is_convertible<V, vec<T, R>>::value && ...) &&
+                                             !_mk::all_arith_v<V...>,
+                                         int> = 0>
+  MK_AI constexpr matrix(const V&... cols) : columns{vec<T, R>(cols)...} {}
+  // from C*R scalars, column-major
+  template <class... S, std::enable_if_t<sizeof...(S) == C * R && _mk::all_arith_v<S...>, int> = 0>
+  MK_AI constexpr matrix(const S&... s) : columns{} {
+    const T e[] = {T(s)...};
+    for (int c = 0; c < C; ++c)
+      for (int r = 0; r < R; ++r)
+        columns[c]._v[r] = e[c * R + r];
+  }
+  template <class U, std::enable_if_t<!std::is_same<U, T>::value, int> = 0>
+  MK_AI constexpr explicit matrix(const matrix<U, C, R>& m) : columns{} {
+    for (int c = 0; c < C; ++c)
+      columns[c] = vec<T, R>(m.columns[c]);
+  }
+  MK_AI constexpr vec<T, R>& operator[](int c) { return columns[c]; }
+  MK_AI constexpr const vec<T, R>& operator[](int c) const { return columns[c]; }
+
+  friend MK_AI constexpr matrix operator+(const matrix& a, const matrix& b) {
+    matrix m;
+    for (int c = 0; c < C; ++c)
+      m.columns[c] = a.columns[c] + b.columns[c];
+    return m;
+  }
+  friend MK_AI constexpr matrix operator-(const matrix& a, const matrix& b) {
+    matrix m;
+    for (int c = 0; c < C; ++c)
+      m.columns[c] = a.columns[c] - b.columns[c];
+    return m;
+  }
+  MK_AI constexpr matrix operator-() const {
+    matrix m;
+    for (int c = 0; c < C; ++c)
+      m.columns[c] = -columns[c];
+    return m;
+  }
+  friend MK_AI constexpr matrix operator*(const matrix& a, T s) {
+    matrix m;
+    for (int c = 0; c < C; ++c)
+      m.columns[c] = a.columns[c] * s;
+    return m;
+  }
+  friend MK_AI constexpr matrix operator*(T s, const matrix& a) { return a * s; }
+  // matrix * column vector
+  friend MK_AI constexpr vec<T, R> operator*(const matrix& a, const vec<T, C>& v) {
+    vec<T, R> r = a.columns[0] * v[0];
+    for (int c = 1; c < C; ++c)
+      r += a.columns[c] * v[c];
+    return r;
+  }
+  // row vector * matrix
+  friend MK_AI constexpr vec<T, C> operator*(const vec<T, R>& v, const matrix& a) {
+    vec<T, C> r;
+    for (int c = 0; c < C; ++c) {
+      T s = T(0);
+      for (int k = 0; k < R; ++k)
+        s += v[k] * a.columns[c][k];
+      r[c] = s;
+    }
+    return r;
+  }
+  // matrix * matrix: (C x R) * (K x C) -> (K x R)
+  template <int K> friend MK_AI constexpr matrix<T, K, R> operator*(const matrix& a, const matrix<T, K, C>& b) {
+    matrix<T, K, R> m;
+    for (int k = 0; k < K; ++k)
+      m.columns[k] = a * b.columns[k];
+    return m;
+  }
+  MK_AI constexpr matrix& operator+=(const matrix& b) { return *this = *this + b; }
+  MK_AI constexpr matrix& operator-=(const matrix& b) { return *this = *this - b; }
+  MK_AI constexpr matrix& operator*=(T s) { return *this = *this * s; }
+  MK_AI constexpr matrix& operator*=(const matrix<T, C, C>& b) { return *this = *this * b; }
+};
+#define MK_MAT_TYPEDEFS(T)                                                                \
+  typedef matrix<T, 2, 2> T##2x2;                                                         \
+  typedef matrix<T, 2, 3> T##2x3;                                                         \
+  typedef matrix<T, 2, 4> T##2x4;                                                         \
+  typedef matrix<T, 3, 2> T##3x2;                                                         \
+  typedef matrix<T, 3, 3> T##3x3;                                                         \
+  typedef matrix<T, 3, 4> T##3x4;                                                         \
+  typedef matrix<T, 4, 2> T##4x2;                                                         \
+  typedef matrix<T, 4, 3> T##4x3;                                                         \
+  typedef matrix<T, 4, 4> T##4x4;
+MK_MAT_TYPEDEFS(float)
+MK_MAT_TYPEDEFS(half)
+MK_MAT_TYPEDEFS(bfloat)
+#undef MK_MAT_TYPEDEFS
 
 // ---------------------------------------------------------------------------
 // metal::array<T, N>: layout T[N], aggregate.
@@ -767,14 +996,11 @@ template <class To, class From> MK_INLINE constexpr To as_type(const From& x) {
 }
 
 // select(a, b, c): c ? b : a, component-wise for vectors.
-namespace _mk {
-template <class A, class B> struct select_common { typedef void type; };
-template <class A> struct select_common<A, A> { typedef A type; };
-} // namespace _mk
 template <class T, std::enable_if_t<_mk::is_arith_v<T> || std::is_pointer<T>::value, int> = 0>
 MK_INLINE constexpr T select(const T& a, const T& b, bool c) {
   return c ? b : a;
 }
+// mixed scalar types (lenient): select(0.0f, h, c) -> float
 template <class A, class B,
           std::enable_if_t<!std::is_same<A, B>::value && _mk::is_arith_v<A> && _mk::is_arith_v<B>, int> = 0>
 MK_INLINE constexpr std::common_type_t<A, B> select(const A& a, const B& b, bool c) {
@@ -782,7 +1008,6 @@ MK_INLINE constexpr std::common_type_t<A, B> select(const A& a, const B& b, bool
 }
 template <class T, int N>
 MK_INLINE constexpr vec<T, N> select(const vec<T, N>& a, const vec<T, N>& b, const vec<bool, N>& c) {
-  typedef typename vec<T, N>::native_type V;
   typedef typename vec<T, N>::_st S;
   typedef std::conditional_t<sizeof(S) == 1, signed char,
                              std::conditional_t<sizeof(S) == 2, short,
@@ -790,7 +1015,6 @@ MK_INLINE constexpr vec<T, N> select(const vec<T, N>& a, const vec<T, N>& b, con
       I;
   typedef I IV __attribute__((ext_vector_type(N)));
   IV m = __builtin_convertvector(c._v, IV) != (I)0;
-  (void)sizeof(V);
   return vec<T, N>(_mk::ntag{}, m ? b._v : a._v);
 }
 template <class T, int N>
@@ -830,5 +1054,19 @@ MK_GLOBAL_VEC(long)
 MK_GLOBAL_VEC(ulong)
 MK_GLOBAL_VEC(bool)
 #undef MK_GLOBAL_VEC
+#define MK_GLOBAL_MAT(T)                                                                  \
+  using metal::T##2x2;                                                                    \
+  using metal::T##2x3;                                                                    \
+  using metal::T##2x4;                                                                    \
+  using metal::T##3x2;                                                                    \
+  using metal::T##3x3;                                                                    \
+  using metal::T##3x4;                                                                    \
+  using metal::T##4x2;                                                                    \
+  using metal::T##4x3;                                                                    \
+  using metal::T##4x4;
+MK_GLOBAL_MAT(float)
+MK_GLOBAL_MAT(half)
+MK_GLOBAL_MAT(bfloat)
+#undef MK_GLOBAL_MAT
 
 #endif // MK_TYPES_H
