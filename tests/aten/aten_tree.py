@@ -21,7 +21,7 @@ def build_tree(root: Path) -> Path:
     (native / "mps/operations").mkdir(parents=True)
     shutil.copy(TORCHGEN / "packaged/ATen/native/native_functions.yaml", native)
     shutil.copy(TORCHGEN / "packaged/ATen/native/tags.yaml", native)
-    for header in ("UnaryOps.h", "BinaryOps.h", "PointwiseOps.h"):
+    for header in ("UnaryOps.h", "BinaryOps.h", "PointwiseOps.h", "IndexKernel.h"):
         shutil.copy(TORCH / "include/ATen/native" / header, native)
     testing = root / "torch/testing/_internal"
     testing.mkdir(parents=True)
@@ -45,3 +45,5 @@ FUNCTORS = {
     "special_airy_ai": ["--functor", str(FIXTURES / "airy_ai_functor.metal")],
     "special_laguerre_polynomial_l": ["--functor", str(FIXTURES / "laguerre_polynomial_l_functor.metal")],
 }
+TAKE = ["--kernel", str(FIXTURES / "take.metal")]
+TAKE_NO_WRAP = ["--kernel", str(FIXTURES / "take_no_wrap.metal")]
