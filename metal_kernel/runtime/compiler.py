@@ -256,13 +256,21 @@ def extra_flags() -> list[str]:
     return shlex.split(os.environ.get("METAL_KERNEL_CXXFLAGS", ""))
 
 
+def _compile_and_link(tc: Toolchain, compile_args: list[str], out_path: str,
+                      cwd: str) -> subprocess.CompletedProcess:
+    obj = out_path + ".o"
+    proc = subprocess.run(tc.cxx(*compile_args, "-c", "-o", obj), capture_output=True, text=True, cwd=cwd)
+    if proc.returncode != 0:
+        return proc
+    return subprocess.run(tc.link_shared(obj, out_path), capture_output=True, text=True, cwd=cwd)
+
+
 def _pass2(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOptions) -> subprocess.CompletedProcess:
-    args = tc.cxx(
-        "-x", "c++", *COMMON_FLAGS, opts.optimize, "-shared", "-w", "-ferror-limit=10", "-fno-caret-diagnostics", *extra_flags(),
-        "-I", str(INCLUDE_DIR), "-include", str(INCLUDE_DIR / "mk" / "prelude.h"),
-        cpp_path, "-o", out_path,
-    )
-    return subprocess.run(args, capture_output=True, text=True, cwd=os.path.dirname(cpp_path))
+    args = [
+        "-x", "c++", *COMMON_FLAGS, opts.optimize, "-w", "-ferror-limit=10", "-fno-caret-diagnostics",
+        *extra_flags(), "-I", str(INCLUDE_DIR), "-include", str(INCLUDE_DIR / "mk" / "prelude.h"), cpp_path,
+    ]
+    return _compile_and_link(tc, args, out_path, os.path.dirname(cpp_path))
 
 
 def _entries_to_json(entries: list[KernelEntry]) -> list:
@@ -356,10 +364,9 @@ def build_runtime_library() -> str:
         return str(so)
     with tempfile.TemporaryDirectory(prefix="mk-build-", dir=base) as tmp:
         out = os.path.join(tmp, "mkrt.so")
-        args = tc.cxx("-x", "c++", "-std=c++17", "-O2", "-fPIC", "-shared", "-pthread",
-                      "-fno-omit-frame-pointer",
-                      "-I", str(INCLUDE_DIR), str(RUNTIME_SOURCE), "-o", out)
-        proc = subprocess.run(args, capture_output=True, text=True)
+        args = ["-x", "c++", "-std=c++17", "-O2", "-fPIC", "-pthread", "-fno-omit-frame-pointer",
+                "-fno-exceptions", "-fno-rtti", "-g0", "-I", str(INCLUDE_DIR), str(RUNTIME_SOURCE)]
+        proc = _compile_and_link(tc, args, out, tmp)
         if proc.returncode != 0:
             raise RuntimeError("metal-kernel could not build its runtime library:\n" + proc.stderr)
         os.replace(out, so)

@@ -25,11 +25,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
-#include <vector>
+// No C++ runtime: this library needs libc alone (pthreads, calloc,
+// signals), so nothing of libc++ is built or loaded for it.
+
 
 #include "mk/abi.h"
 
@@ -178,8 +176,8 @@ struct Worker {
   Run run0;              // the direct-mode run
   Context sched;         // the scheduler's own context
   Context direct_ctx;    // fiber 0's context before the upgrade
-  std::vector<Thread> threads;
-  std::vector<Stack> stacks;
+  Thread threads[MK_MAX_THREADS_PER_GROUP];
+  Stack stacks[MK_MAX_THREADS_PER_GROUP + 1];  // fiber 0 + one per thread
   SimdLanes lanes[MK_MAX_THREADS_PER_GROUP / MK_SIMD_WIDTH];
 
   // Threadgroup memory.
@@ -189,10 +187,7 @@ struct Worker {
   uint32_t tg_slots_hi = 0;  // slots below this may be set (cleared per group)
   void* tg_buffers[64];
 
-  Worker() : threads(MK_MAX_THREADS_PER_GROUP) {}
-
   Stack& stack(uint32_t i) {
-    if (stacks.size() <= i) stacks.resize(i + 1);
     if (!stacks[i].base) stacks[i] = new_stack();
     return stacks[i];
   }
@@ -474,16 +469,19 @@ struct Dispatch {
   EntryFn entry;
   const Launch* launch;
   uint64_t ngroups;
-  std::atomic<uint64_t> next{0};
-  std::atomic<int> failed{0};
+  uint64_t next;    // next group index (atomic)
+  int failed;       // set once (atomic)
   ErrorInfo* error;
-  std::mutex error_mutex;
+  pthread_mutex_t error_mutex;
 };
 
 void record_error(Worker* w, int kind, int sig, uint64_t addr, const char* msg) {
   Dispatch* d = w->dispatch;
-  std::lock_guard<std::mutex> lock(d->error_mutex);
-  if (d->failed.exchange(1)) return;  // keep the first error
+  pthread_mutex_lock(&d->error_mutex);
+  if (__atomic_exchange_n(&d->failed, 1, __ATOMIC_SEQ_CST)) {  // keep the first error
+    pthread_mutex_unlock(&d->error_mutex);
+    return;
+  }
   ErrorInfo* e = d->error;
   e->kind = kind;
   e->signal = sig;
@@ -493,6 +491,7 @@ void record_error(Worker* w, int kind, int sig, uint64_t addr, const char* msg) 
   e->group[1] = w->run0.threadgroup_position.y;
   e->group[2] = w->run0.threadgroup_position.z;
   snprintf(e->message, sizeof e->message, "%s", msg);
+  pthread_mutex_unlock(&d->error_mutex);
 }
 
 [[noreturn]] void fail(Worker* w, int kind, const char* fmt, ...) {
@@ -509,7 +508,6 @@ void record_error(Worker* w, int kind, int sig, uint64_t addr, const char* msg) 
 
 const int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP};
 struct sigaction g_previous[32];
-std::atomic<bool> g_handlers_installed{false};
 
 void on_fault(int sig, siginfo_t* info, void* uctx) {
   Worker* w = tls_worker;
@@ -568,19 +566,18 @@ void install_handlers() {
     g_previous[sig] = cur;
     sigaction(sig, &sa, nullptr);
   }
-  g_handlers_installed = true;
 }
 
 // ------------------------------------------------------------------ pool --
 
-struct Pool {
-  std::mutex m;
-  std::condition_variable wake, done;
-  std::vector<std::thread> threads;
-  Dispatch* job = nullptr;
-  uint64_t generation = 0;
-  int busy = 0;
-  std::mutex dispatch_mutex;  // one dispatch at a time
+struct Pool {  // calloc'ed and initialised in mkrt_init
+  pthread_mutex_t m;
+  pthread_cond_t wake, done;
+  int nthreads;
+  Dispatch* job;
+  uint64_t generation;
+  int busy;
+  pthread_mutex_t dispatch_mutex;  // one dispatch at a time
 };
 
 Pool* g_pool = nullptr;
@@ -590,8 +587,8 @@ void work(Worker* w, Dispatch* d) {
   w->entry = d->entry;
   w->launch = d->launch;
   for (;;) {
-    if (d->failed.load(std::memory_order_relaxed)) break;
-    const uint64_t g = d->next.fetch_add(1);
+    if (__atomic_load_n(&d->failed, __ATOMIC_RELAXED)) break;
+    const uint64_t g = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED);
     if (g >= d->ngroups) break;
     // No signal mask saved here (that is a system call per group); the
     // abort path unblocks the fault signals itself.
@@ -610,8 +607,14 @@ void work(Worker* w, Dispatch* d) {
   }
 }
 
-void worker_main(Pool* p) {
-  Worker* w = new Worker();
+void* worker_main(void* arg) {
+  Pool* p = static_cast<Pool*>(arg);
+  // Large (1024 threads and their stacks); every field starts at zero, and
+  // the threadgroup memory inside is 64-byte aligned.
+  void* mem = nullptr;
+  if (posix_memalign(&mem, 64, sizeof(Worker)) != 0) return nullptr;
+  memset(mem, 0, sizeof(Worker));
+  Worker* w = static_cast<Worker*>(mem);
   tls_worker = w;
   // Faults on a fiber (stack overflow included) are handled on this stack.
   stack_t ss;
@@ -621,19 +624,17 @@ void worker_main(Pool* p) {
   sigaltstack(&ss, nullptr);
   uint64_t seen = 0;
   for (;;) {
-    Dispatch* d;
-    {
-      std::unique_lock<std::mutex> lock(p->m);
-      p->wake.wait(lock, [&] { return p->generation != seen; });
-      seen = p->generation;
-      d = p->job;
-    }
+    pthread_mutex_lock(&p->m);
+    while (p->generation == seen) pthread_cond_wait(&p->wake, &p->m);
+    seen = p->generation;
+    Dispatch* d = p->job;
+    pthread_mutex_unlock(&p->m);
     work(w, d);
-    {
-      std::lock_guard<std::mutex> lock(p->m);
-      if (--p->busy == 0) p->done.notify_all();
-    }
+    pthread_mutex_lock(&p->m);
+    if (--p->busy == 0) pthread_cond_broadcast(&p->done);
+    pthread_mutex_unlock(&p->m);
   }
+  return nullptr;
 }
 
 }  // namespace
@@ -645,17 +646,25 @@ __attribute__((visibility("default"))) int mkrt_abi_version() { return MK_ABI_VE
 __attribute__((visibility("default"))) const RuntimeApi* mkrt_api() { return &kApi; }
 
 __attribute__((visibility("default"))) int mkrt_init(int nthreads) {
-  if (g_pool) return int(g_pool->threads.size());
+  if (g_pool) return g_pool->nthreads;
   if (nthreads <= 0) {
-    nthreads = int(std::thread::hardware_concurrency());
+    nthreads = int(sysconf(_SC_NPROCESSORS_ONLN));
     if (nthreads <= 0) nthreads = 1;
   }
-  g_pool = new Pool();
+  g_pool = static_cast<Pool*>(calloc(1, sizeof(Pool)));
+  pthread_mutex_init(&g_pool->m, nullptr);
+  pthread_cond_init(&g_pool->wake, nullptr);
+  pthread_cond_init(&g_pool->done, nullptr);
+  pthread_mutex_init(&g_pool->dispatch_mutex, nullptr);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   for (int i = 0; i < nthreads; ++i) {
-    g_pool->threads.emplace_back(worker_main, g_pool);
-    g_pool->threads.back().detach();
+    pthread_t t;
+    if (pthread_create(&t, &attr, worker_main, g_pool) == 0) g_pool->nthreads++;
   }
-  return nthreads;
+  pthread_attr_destroy(&attr);
+  return g_pool->nthreads;
 }
 
 // Runs one dispatch to completion. Returns 0, or 1 with `error` filled.
@@ -666,23 +675,27 @@ __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const La
   const uint64_t ngroups = uint64_t(launch->threadgroups_per_grid.x) *
                            launch->threadgroups_per_grid.y * launch->threadgroups_per_grid.z;
   if (ngroups == 0) return 0;
-  std::lock_guard<std::mutex> serial(g_pool->dispatch_mutex);
+  pthread_mutex_lock(&g_pool->dispatch_mutex);
   install_handlers();
   Dispatch d;
   d.entry = entry;
   d.launch = launch;
   d.ngroups = ngroups;
+  d.next = 0;
+  d.failed = 0;
   d.error = error;
-  {
-    std::unique_lock<std::mutex> lock(g_pool->m);
-    g_pool->job = &d;
-    g_pool->busy = int(g_pool->threads.size());
-    g_pool->generation++;
-    g_pool->wake.notify_all();
-    g_pool->done.wait(lock, [] { return g_pool->busy == 0; });
-    g_pool->job = nullptr;
-  }
-  return d.failed.load() ? 1 : 0;
+  pthread_mutex_init(&d.error_mutex, nullptr);
+  pthread_mutex_lock(&g_pool->m);
+  g_pool->job = &d;
+  g_pool->busy = g_pool->nthreads;
+  g_pool->generation++;
+  pthread_cond_broadcast(&g_pool->wake);
+  while (g_pool->busy != 0) pthread_cond_wait(&g_pool->done, &g_pool->m);
+  g_pool->job = nullptr;
+  pthread_mutex_unlock(&g_pool->m);
+  pthread_mutex_destroy(&d.error_mutex);
+  pthread_mutex_unlock(&g_pool->dispatch_mutex);
+  return d.failed ? 1 : 0;
 }
 
 }  // extern "C"
