@@ -4,6 +4,11 @@ Nothing is written until every change is planned and the edited
 native_functions.yaml has been re-parsed by torchgen; `--dry-run` prints the
 unified diff of the same plan. Planning is deterministic and each generator
 skips what is already present, so a second run plans no change.
+
+Two paths: unary/binary TensorIterator ops (a DispatchStub exists) get a functor
+(`--functor` / `--expr`), MPS on the shared dispatch line and a REGISTER_DISPATCH;
+ops with a host recipe (recipes.py, e.g. take) get the `--kernel` file, their own
+`MPS: <op>_out_mps` / `<op>_mps` rows and the recipe's `.mm` host functions.
 """
 
 from __future__ import annotations
@@ -11,13 +16,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchgen.model import SchemaKind
+
 from . import dtypes as dt
 from . import opinfo
+from .custom_metal import plan_kernel_file
 from .dispatch_edit import RowAction, plan_add as plan_dispatch
 from .errors import AtenError
-from .fileops import FileChange, read_or_none
-from .host_gen import plan_custom_host, plan_stub_host
-from .metal_gen import HEADER, KernelSpec, functor_from_expr, functor_from_file, plan_metal
+from .fileops import FileChange
+from .host_gen import plan_recipe_host, plan_stub_host
+from .metal_gen import KernelSpec, functor_from_expr, functor_from_file, plan_metal
+from .recipes import RECIPES, recipe_for
 from .stubs import find_stubs, stub_for
 from .testlist import CommonMps
 from .tree import PyTorchTree
@@ -36,6 +45,11 @@ class AddPlan:
     removed_xfails: list[str] = field(default_factory=list)
     mps_skips: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    recipe: str | None = None  # custom-kernel op (recipes.py), verified through its host twin
+
+    @property
+    def verifiable(self) -> bool:
+        return self.arity is not None or self.recipe is not None
 
     @property
     def pending(self) -> list[FileChange]:
@@ -44,6 +58,7 @@ class AddPlan:
     def to_json(self, tree: PyTorchTree) -> dict:
         return {
             "op": self.op, "kernel": self.kernel, "arity": self.arity, "stub": self.stub,
+            "recipe": self.recipe,
             "dtypes": self.dtypes,
             "dispatch": [vars(a) for a in self.dispatch],
             "files": [tree.relative(c.path) for c in self.pending],
@@ -61,15 +76,25 @@ def _cpu_callable(infos):
 
 
 def plan(tree: PyTorchTree, op: str, functor_file: Path | None = None,
-         expr: str | None = None) -> AddPlan:
-    if (functor_file is None) == (expr is None):
-        raise AtenError("give exactly one of --functor FILE or --expr EXPR")
+         expr: str | None = None, kernel_file: Path | None = None) -> AddPlan:
+    if sum(x is not None for x in (functor_file, expr, kernel_file)) != 1:
+        raise AtenError("give exactly one of --functor FILE, --expr EXPR (TensorIterator ops) "
+                        "or --kernel FILE (custom kernels)")
     nf = NativeFunctions.load(tree.native_functions, tree.tags)
     family = nf.family(op)
     base = str(family[0].fn.func.name.name.base)
     stub = stub_for(base, find_stubs(tree.native_dir))
     tensor_iterator = stub is not None and stub.arity is not None
-    dispatch = plan_dispatch(nf, op, shared=tensor_iterator)
+    recipe = None if tensor_iterator else recipe_for(base)
+    if tensor_iterator and kernel_file is not None:
+        raise AtenError(f"'{base}' is a {stub.arity} TensorIterator op ({stub.name}): "
+                        "give its functor with --functor FILE or --expr EXPR")
+    if not tensor_iterator and recipe is None:
+        raise AtenError(f"'{base}' is not a unary/binary TensorIterator op and has no host recipe "
+                        f"(recipes exist for: {', '.join(RECIPES)})", tree.native_functions, family[0].line)
+    if recipe is not None and kernel_file is None:
+        raise AtenError(f"'{base}' needs a custom kernel: pass --kernel FILE "
+                        "(--functor/--expr describe TensorIterator functors)")
     infos = opinfo.opinfos_for(base)
     if not infos:
         raise AtenError(f"no OpInfo tests '{base}': cannot tell which dtypes it supports on CPU",
@@ -81,8 +106,14 @@ def plan(tree: PyTorchTree, op: str, functor_file: Path | None = None,
     if added:
         notes.append(f"instantiated for {', '.join(added)} too (MPS low-precision floats); "
                      "verification compares them with the float32 CPU op")
-    changes = [dispatch.change]
-    if tensor_iterator:
+    if recipe is not None:
+        dispatch = plan_dispatch(nf, op, shared=False)
+        arity, kernel = None, recipe.op
+        changes = [dispatch.change, plan_kernel_file(tree.kernels_dir, recipe, kernel_file, chosen),
+                   _recipe_host(tree, nf, recipe, family, dispatch.actions)]
+    else:
+        dispatch = plan_dispatch(nf, op, shared=True)
+        changes = [dispatch.change]
         arity = stub.arity
         candidates = [n for n in dict.fromkeys([stub.kernel_name, base, op.split('.')[0]])]
         if functor_file is not None:
@@ -97,34 +128,32 @@ def plan(tree: PyTorchTree, op: str, functor_file: Path | None = None,
             source = functor_from_expr(spec, expr)
         changes.append(plan_metal(tree.kernels_dir, spec, source))
         changes.append(plan_stub_host(tree.operations_dir, tree.native_dir, stub, kernel))
-    else:
-        arity = None
-        kernel = base
-        if functor_file is None:
-            raise AtenError(f"'{base}' has no DispatchStub: --expr cannot describe a custom kernel; "
-                            "pass --functor FILE holding its Metal kernels")
-        kernel, source = functor_from_file(functor_file, [base])
-        stem = "".join(part.capitalize() for part in base.split("_"))
-        kpath = Path(tree.kernels_dir) / f"{stem}.metal"
-        old = read_or_none(kpath)
-        changes.append(FileChange(kpath, old, old if old is not None and source.strip() in old
-                                  else HEADER + "\n" + source))
-        host_old = read_or_none(Path(tree.operations_dir) / f"{stem}.mm")
-        for action in dispatch.actions:
-            if action.action == "new-line":
-                entry = nf.by_name[action.entry]
-                host = plan_custom_host(tree.operations_dir, stem, kernel, entry.fn, action.detail,
-                                        existing=host_old)
-                host_old = host.new
-                changes = [c for c in changes if c.path != host.path] + [host]
-        notes.append("custom kernel: check the generated host function's argument binding "
-                     "against the kernel signature")
     common = CommonMps.load(tree.common_mps)
     keys = {i.name + i.variant_test_name for i in infos}
     removal, hits = common.removal(keys)
     changes.append(removal)
     return AddPlan(
-        op=op, kernel=kernel, arity=arity, stub=stub.name if stub else None,
+        op=op, kernel=kernel, arity=arity, stub=stub.name if tensor_iterator else None,
         dtypes=[dt.short_name(d) for d in chosen], changes=changes, dispatch=dispatch.actions,
         removed_xfails=[f"{h.list_name}[{h.key!r}] (line {h.start})" for h in hits],
-        mps_skips=[str(s) for s in opinfo.mps_skips(infos)], notes=notes)
+        mps_skips=[str(s) for s in opinfo.mps_skips(infos)], notes=notes,
+        recipe=recipe.op if recipe else None)
+
+
+def _recipe_host(tree, nf, recipe, family, actions) -> FileChange:
+    """The recipe's .mm, under the names the `MPS:` rows of the out= and functional entries give."""
+    by_entry = {a.entry: a for a in actions}
+    roles = {}
+    for entry in family:
+        kind = entry.fn.func.kind()
+        if kind in (SchemaKind.out, SchemaKind.functional) and kind not in roles:
+            action = by_entry[entry.name]
+            if action.action not in ("new-line", "already"):
+                raise AtenError(f"'{entry.name}' reaches MPS as '{action.action}' ({action.detail}), "
+                                f"not through an own `MPS:` kernel the {recipe.stem}.mm functions could be",
+                                nf.path, entry.line)
+            roles[kind] = (entry.fn, action.detail)
+    missing = [k.name for k in (SchemaKind.out, SchemaKind.functional) if k not in roles]
+    if missing:
+        raise AtenError(f"'{recipe.op}' has no {' / '.join(missing)} entry for the host recipe", nf.path)
+    return plan_recipe_host(tree.operations_dir, recipe, roles[SchemaKind.out], roles[SchemaKind.functional])

@@ -63,17 +63,21 @@ def coverage(root, as_json):
 @click.option("--functor", "functor_file", type=click.Path(dir_okay=False),
               help="file holding `struct <name>_functor` (and helpers)")
 @click.option("--expr", help="one expression of x (unary) or a, b (binary)")
+@click.option("--kernel", "kernel_file", type=click.Path(dir_okay=False),
+              help="custom Metal kernel for an op with a host recipe (take): a template with a "
+                   "`#define REGISTER_<OP>_OP(T, I)` [[host_name]] instantiation macro")
 @click.option("--dry-run", is_flag=True, help="print the unified diff, write nothing")
 @click.option("--verify/--no-verify", "do_verify", default=True,
               help="run the emulated verification after writing (needs the runtime)")
 @json_option
 @_user_errors
-def add(op, root, functor_file, expr, dry_run, do_verify, as_json):
+def add(op, root, functor_file, expr, kernel_file, dry_run, do_verify, as_json):
     """Give OP a native Metal implementation in a PyTorch checkout."""
     from . import add as add_mod
 
     tree = PyTorchTree.from_root(root)
-    plan = add_mod.plan(tree, op, Path(functor_file) if functor_file else None, expr)
+    plan = add_mod.plan(tree, op, Path(functor_file) if functor_file else None, expr,
+                        Path(kernel_file) if kernel_file else None)
     if dry_run:
         if as_json:
             click.echo(json.dumps(plan.to_json(tree) | {"diff": _diff(tree, plan.pending)}, indent=1))
@@ -82,7 +86,7 @@ def add(op, root, functor_file, expr, dry_run, do_verify, as_json):
         return
     written = apply_changes(plan.pending)
     result = plan.to_json(tree)
-    if do_verify and plan.arity is not None:
+    if do_verify and plan.verifiable:
         try:
             result["verify"] = _run_verify(tree, op, as_json)
         except AtenError as err:  # files are written; say so instead of "no change"
@@ -130,7 +134,7 @@ def migrate(op, root, dry_run, as_json):
 @json_option
 @_user_errors
 def verify(op, root, as_json):
-    """Run OP's generated kernels through the emulated MPS host against the CPU op."""
+    """Run OP's kernels through the emulated MPS host (or its recipe's host twin) against the CPU op."""
     tree = PyTorchTree.from_root(root)
     result = _run_verify(tree, op, as_json)
     if as_json:
@@ -160,7 +164,8 @@ def _diff(tree, changes) -> str:
 
 
 def _print_add(tree, plan, written):
-    click.echo(f"{plan.op}: kernel '{plan.kernel}' ({plan.arity or 'custom'}), stub {plan.stub or '-'}, "
+    click.echo(f"{plan.op}: kernel '{plan.kernel}' ({plan.arity or 'custom kernel, host recipe'}), "
+               f"stub {plan.stub or '-'}, "
                f"dtypes {', '.join(plan.dtypes)}")
     for a in plan.dispatch:
         click.echo(f"  dispatch {a.entry} (line {a.line}): {a.action} {a.detail}".rstrip())

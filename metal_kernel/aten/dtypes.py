@@ -45,6 +45,26 @@ SCALAR_TYPE: dict[torch.dtype, int] = {
     torch.uint64: 29,
 }
 
+# c10::ScalarType's name (`toString(ScalarType)`), as TORCH_CHECK messages print it.
+SCALAR_TYPE_NAME: dict[torch.dtype, str] = {
+    torch.uint8: "Byte",
+    torch.int8: "Char",
+    torch.int16: "Short",
+    torch.int32: "Int",
+    torch.int64: "Long",
+    torch.float16: "Half",
+    torch.float32: "Float",
+    torch.float64: "Double",
+    torch.complex32: "ComplexHalf",
+    torch.complex64: "ComplexFloat",
+    torch.complex128: "ComplexDouble",
+    torch.bool: "Bool",
+    torch.bfloat16: "BFloat16",
+    torch.uint16: "UInt16",
+    torch.uint32: "UInt32",
+    torch.uint64: "UInt64",
+}
+
 # Types the MPS backend does not have at all.
 UNSUPPORTED_ON_MPS = frozenset({torch.float64, torch.complex128})
 

@@ -5,9 +5,9 @@ Two shapes, as in PyTorch:
   `lib.exec_unary_kernel` / `lib.exec_binary_kernel` and a `REGISTER_DISPATCH`
   line, in UnaryKernel.mm / BinaryKernel.mm (created with the
   `getBundledLibrary` boilerplate when missing);
-- custom kernels (no stub, `MPS: <op>_mps` in the yaml): a new `<Op>.mm` with the
-  boilerplate, a pipeline-state lookup per dtype, `mtl_setArgs`,
-  `mtl_dispatch1DJob` and the MPS profiler calls.
+- custom kernels (recipes.py; `MPS: <op>_out_mps` / `<op>_mps` rows in the yaml): a
+  new `<Stem>.mm` with the boilerplate and the recipe's host functions under the
+  signatures torchgen declares for those rows.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from torchgen import local
 from torchgen.api.types import NativeSignature
 
+from .errors import AtenError
 from .fileops import FileChange, edit_lines, read_or_none
 from .stubs import Stub
 
@@ -27,11 +28,9 @@ HOST = {
     "binary": ("BinaryKernel", "exec_binary_kernel"),
 }
 
-_BOILERPLATE = """\
+_FILE = """\
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
-#include <ATen/native/TensorIterator.h>
-{includes}#include <ATen/native/mps/OperationUtils.h>
-
+{includes}
 namespace at::native {{
 #ifndef PYTORCH_JIT_COMPILE_SHADERS
 static auto& lib = mps::MetalShaderLibrary::getBundledLibrary();
@@ -65,7 +64,8 @@ def plan_stub_host(operations_dir: Path, native_dir: Path, stub: Stub, kernel: s
     old = read_or_none(path)
     if old is None:
         body = "\n" + "\n".join(function) + "\n\n" + register + "\n"
-        new = _BOILERPLATE.format(includes=include + "\n", stem=stem, body=body)
+        includes = f"#include <ATen/native/TensorIterator.h>\n{include}\n#include <ATen/native/mps/OperationUtils.h>\n"
+        new = _FILE.format(includes=includes, stem=stem, body=body)
         return FileChange(path, None, new)
     lines = old.splitlines()
     inserts: dict[int, list[str]] = {}
@@ -89,49 +89,35 @@ def plan_stub_host(operations_dir: Path, native_dir: Path, stub: Stub, kernel: s
     return FileChange(path, old, edit_lines(old, insert_after=inserts))
 
 
-def plan_custom_host(operations_dir: Path, op_stem: str, kernel: str, fn, cpp_name: str,
-                     existing: str | None = None) -> FileChange:
-    """A .mm for a non-TensorIterator op: one pipeline per dtype, 1-D dispatch.
-
-    `existing` is the file's planned text when several rows add functions to it.
-    """
-    path = Path(operations_dir) / f"{op_stem}.mm"
-    on_disk = read_or_none(path)
-    old = existing if existing is not None else on_disk
-    if old is not None and re.search(rf"\b{re.escape(cpp_name)}\s*\(", old):
-        return FileChange(path, on_disk, old)
+def _signature(fn, name: str) -> str:
+    """The definition line torchgen declares for kernel `name` of `fn` (NativeFunctions.h)."""
     with local.parametrize(use_const_ref_for_mutable_tensors=fn.use_const_ref_for_mutable_tensors,
                            use_ilistref_for_tensor_lists=fn.part_of_structured_group):
-        defn = NativeSignature(fn.func, symint=False).defn(name=cpp_name)
-    tensors = [a.name for a in fn.func.arguments.flat_all if a.type.is_tensor_like()]
-    out = tensors[-1] if fn.func.is_out_fn() else "result"
-    inputs = [t for t in tensors if t != out]
-    first = inputs[0] if inputs else out
-    ret = "" if fn.func.is_out_fn() else f"  auto {out} = at::empty_like({first});\n"
-    body = f"""
-{defn} {{
-{ret}  if ({out}.numel() == 0) {{
-    return {out};
-  }}
-  using namespace mps;
-  MPSStream* stream = getCurrentMPSStream();
-  auto pso = lib.getPipelineStateForFunc("{kernel}_" + scalarToMetalTypeString({first}));
-  dispatch_sync_with_rethrow(stream->queue(), ^() {{
-    @autoreleasepool {{
-      getMPSProfiler().beginProfileKernel(pso, "{kernel}", {{{", ".join(inputs)}}});
-      auto enc = stream->commandEncoder();
-      [enc setComputePipelineState:pso];
-      mtl_setArgs(enc, {", ".join([out, *inputs])});
-      mtl_dispatch1DJob(enc, pso, {out}.numel());
-      getMPSProfiler().endProfileKernel(pso);
-    }}
-  }});
-  return {out};
-}}
-"""
+        return NativeSignature(fn.func, symint=False).defn(name=name)
+
+
+def plan_recipe_host(operations_dir: Path, recipe, out_fn: tuple, functional_fn: tuple) -> FileChange:
+    """operations/<Stem>.mm for a recipe op; `out_fn` / `functional_fn` are (NativeFunction, name).
+
+    A missing file is created whole; an existing one defining neither function gets
+    both before its closing namespace brace; one defining both is left alone.
+    """
+    path = Path(operations_dir) / f"{recipe.stem}.mm"
+    old = read_or_none(path)
+    names = (out_fn[1], functional_fn[1])
+    functions = recipe.render_functions((out_fn[1], _signature(*out_fn)),
+                                        (functional_fn[1], _signature(*functional_fn)))
     if old is None:
-        new = _BOILERPLATE.format(includes="#include <ATen/mps/MPSProfiler.h>\n", stem=op_stem, body=body)
-    else:  # before the closing namespace brace
-        cut = old.rstrip("\n").rfind("} // namespace at::native")
-        new = old[:cut].rstrip("\n") + "\n" + body + "\n" + old[cut:] if cut >= 0 else old + body
-    return FileChange(path, on_disk, new)
+        return FileChange(path, None, _FILE.format(includes=recipe.mm_includes, stem=recipe.stem,
+                                                   body="\n" + functions))
+    defined = [n for n in names if re.search(rf"\b{re.escape(n)}\s*\(", old)]
+    if len(defined) == len(names):
+        return FileChange(path, old, old)
+    if defined:
+        raise AtenError(f"defines {', '.join(defined)} but not the other host function; "
+                        "complete it by hand or move the file away", path)
+    cut = old.rstrip("\n").rfind("} // namespace at::native")
+    if cut < 0:
+        raise AtenError("exists without a `} // namespace at::native` line to add the host functions "
+                        "before; add them by hand or move the file away", path)
+    return FileChange(path, old, old[:cut].rstrip("\n") + "\n\n" + functions + "\n" + old[cut:])

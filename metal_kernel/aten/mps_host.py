@@ -75,6 +75,15 @@ class MpsHost:
     def has_function(self, name: str) -> bool:
         return name in set(dir(self.lib))
 
+    def pipeline_state(self, name: str) -> None:
+        """`getPipelineStateForFunc`: fails as MetalShaderLibrary does for a missing kernel."""
+        if not self.has_function(name):
+            raise RuntimeError(f"Failed to create function state object for: {name}")
+
+    def mtl_dispatch1DJob(self, name: str, args: list, length: int) -> None:
+        """`mtl_setArgs(enc, args...)` + `mtl_dispatch1DJob(enc, pso, length)`."""
+        self._dispatch_1d(name, args, length)
+
     def _max_threads(self, kernel) -> int:
         return int(getattr(kernel, "max_threads_per_threadgroup", DEFAULT_MAX_THREADS))
 

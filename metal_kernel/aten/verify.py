@@ -9,6 +9,7 @@ Python-scalar operands for Scalar overloads) and is compared with the CPU op
 under test_mps's tolerances: fp16 (atol 2e-2, rtol 1e-2), bf16 (5e-2, 5e-2),
 assert_close defaults otherwise. dtypes the CPU op lacks (half/bfloat16 for
 some special functions) are compared with the float32 CPU result cast down.
+Ops with a host recipe (take) are verified by verify_custom.py instead.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class DtypeResult:
     max_error: float = 0.0
     kernels: set[str] = field(default_factory=set)
     failures: list[str] = field(default_factory=list)
+    kernel_errors: list[str] = field(default_factory=list)  # reported through the error buffer
 
     @property
     def ok(self) -> bool:
@@ -53,6 +55,7 @@ class VerifyReport:
     op: str
     kernel: str
     results: list[DtypeResult]
+    exact: bool = False  # compared bit for bit instead of with test_mps tolerances
 
     @property
     def failed(self) -> bool:
@@ -62,22 +65,32 @@ class VerifyReport:
         lines = [f"verify {self.op} (kernel '{self.kernel}'):"]
         for r in self.results:
             tol = dt.TOLERANCES.get(getattr(torch, r.dtype))
-            tol_s = f"atol {tol[0]:g} rtol {tol[1]:g}" if tol else "assert_close defaults"
+            tol_s = ("exact" if self.exact else f"atol {tol[0]:g} rtol {tol[1]:g}" if tol
+                     else "assert_close defaults")
+            reported = f"; {len(r.kernel_errors)} kernel-reported errors" if r.kernel_errors else ""
             lines.append(f"  {r.dtype:<9} {'ok  ' if r.ok else 'FAIL'} {r.cases:4d} cases  "
-                         f"max error {r.max_error:.3g}  ({tol_s}; {len(r.kernels)} kernels)")
+                         f"max error {r.max_error:.3g}  ({tol_s}; {len(r.kernels)} kernels{reported})")
             lines += [f"      {f}" for f in r.failures[:5]]
+        first = next((r.kernel_errors[0] for r in self.results if r.kernel_errors), None)
+        if first:
+            lines.append(f"  kernel-reported error, e.g. {first}")
         return "\n".join(lines)
 
     def to_json(self) -> dict:
         return {"op": self.op, "kernel": self.kernel, "failed": self.failed,
+                "exact": self.exact,
                 "dtypes": [{"dtype": r.dtype, "cases": r.cases, "max_error": r.max_error,
-                            "kernels": sorted(r.kernels), "failures": r.failures} for r in self.results]}
+                            "kernels": sorted(r.kernels), "failures": r.failures,
+                            "kernel_errors": r.kernel_errors} for r in self.results]}
 
 
 def max_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     if actual.numel() == 0:
         return 0.0
-    a, e = actual.detach().double(), expected.detach().double()
+    a, e = actual.detach(), expected.detach()
+    if a.is_complex() or e.is_complex():
+        a, e = torch.view_as_real(a.resolve_conj()), torch.view_as_real(e.resolve_conj())
+    a, e = a.double(), e.double()
     same = (a == e) | (torch.isnan(a) & torch.isnan(e))
     diff = torch.where(same, torch.zeros_like(a), (a - e).abs())
     value = float(diff.max())
@@ -179,26 +192,36 @@ def _kernel_name(source: str, candidates) -> str:
     raise AtenError(f"no `struct <name>_functor` for any of {', '.join(candidates)}: run `aten add` first")
 
 
-def verify_op(tree: PyTorchTree, op: str, dtypes=None) -> VerifyReport:
+def compile_kernel_file(path, tree: PyTorchTree):
+    """The runtime's library for a kernels/*.metal file, with the checkout's c10/metal headers."""
     import metal_kernel
+
+    try:
+        return metal_kernel.compile_shader(path.read_text(), include_dirs=[str(tree.include_dir)])
+    except Exception as err:  # the runtime's compile error carries the compiler's message
+        first = next((l for l in str(err).splitlines() if l.strip()), type(err).__name__)
+        raise AtenError(f"the runtime cannot compile this kernel file: {first}", path) from err
+
+
+def verify_op(tree: PyTorchTree, op: str, dtypes=None) -> VerifyReport:
+    from .recipes import recipe_for
 
     nf = NativeFunctions.load(tree.native_functions, tree.tags)
     family = nf.family(op)
     base = str(family[0].fn.func.name.name.base)
     stub = stub_for(base, find_stubs(tree.native_dir))
+    if (stub is None or stub.arity is None) and recipe_for(base) is not None:
+        from .verify_custom import verify_recipe
+
+        return verify_recipe(tree, op, recipe_for(base), dtypes)
     if stub is None or stub.arity is None:
-        raise AtenError(f"'{base}' is not a TensorIterator op with a DispatchStub; "
-                        "emulated verification covers unary and binary stub kernels")
+        raise AtenError(f"'{base}' is neither a unary/binary TensorIterator op with a DispatchStub "
+                        "nor an op with a host recipe: nothing to verify it through")
     path = tree.kernels_dir / ARITY[stub.arity][0]
     if not path.is_file():
         raise AtenError("kernel file missing: run `aten add` first", path)
-    source = path.read_text()
-    kernel = _kernel_name(source, list(dict.fromkeys([stub.kernel_name, base, op.split(".")[0]])))
-    try:
-        lib = metal_kernel.compile_shader(source, include_dirs=[str(tree.include_dir)])
-    except Exception as err:  # the runtime's compile error carries the compiler's message
-        first = next((l for l in str(err).splitlines() if l.strip()), type(err).__name__)
-        raise AtenError(f"the runtime cannot compile this kernel file: {first}", path) from err
+    kernel = _kernel_name(path.read_text(), list(dict.fromkeys([stub.kernel_name, base, op.split(".")[0]])))
+    lib = compile_kernel_file(path, tree)
     infos = opinfo.opinfos_for(base)
     if not infos:
         raise AtenError(f"no OpInfo tests '{base}'", tree.native_functions, family[0].line)

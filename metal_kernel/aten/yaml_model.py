@@ -19,7 +19,7 @@ from torchgen.gen import (
     LineLoader,
     error_check_native_functions,
     parse_native_yaml_struct,
-    parse_tags_yaml,
+    parse_tags_yaml_struct,
 )
 from torchgen.model import DispatchKey, NativeFunction, OperatorName
 
@@ -96,7 +96,7 @@ def _yaml_error(err: Exception, path: Path) -> AtenError:
 def parse_text(text: str, path: Path, tags_path: Path):
     """Parse and validate native_functions.yaml text with torchgen; AtenError on failure."""
     try:
-        return _parse_cached(text, str(tags_path))
+        return _parse_cached(text, Path(tags_path).read_text())
     except yaml.YAMLError as err:
         raise _yaml_error(err, path) from None
     except Exception as err:  # torchgen raises AssertionError/Exception with context
@@ -106,12 +106,12 @@ def parse_text(text: str, path: Path, tags_path: Path):
 
 
 @lru_cache(maxsize=8)
-def _parse_cached(text: str, tags_path: str):
-    """Keyed on the text itself (not the path, unlike torchgen's own cache): an edited
+def _parse_cached(text: str, tags_text: str):
+    """Keyed on the texts themselves (not the paths, unlike torchgen's own cache): an edited
     file is always parsed anew, an unchanged one (in any tree) only once."""
     es = yaml.load(text, Loader=LineLoader)
-    parsed = parse_native_yaml_struct(es, parse_tags_yaml(tags_path), path="native_functions.yaml",
-                                      skip_native_fns_gen=True)
+    tags = parse_tags_yaml_struct(yaml.load(tags_text, Loader=LineLoader), path="tags.yaml")
+    parsed = parse_native_yaml_struct(es, tags, path="native_functions.yaml", skip_native_fns_gen=True)
     error_check_native_functions(parsed.native_functions)
     return parsed
 

@@ -199,24 +199,3 @@ def test_functor_file_without_the_struct_is_rejected_with_its_path(tree, tmp_pat
     assert result.exit_code == 2
     assert f"error: {bad}: no struct ndtri_functor" in result.output
     assert snapshot(tree) == before
-
-
-def test_add_custom_kernel_op_gets_own_mps_rows_and_a_host_file(tree, tmp_path):
-    functor = tmp_path / "take.metal"
-    functor.write_text("struct take_functor {};\n"
-                       "template <typename T>\nkernel void take_kernel(device T* out [[buffer(0)]],\n"
-                       "    constant T* self [[buffer(1)]], constant long* index [[buffer(2)]],\n"
-                       "    uint tid [[thread_position_in_grid]]) {\n  out[tid] = self[index[tid]];\n}\n")
-    result = run("add", "take", "--pytorch", tree, "--functor", functor, "--no-verify")
-    assert result.exit_code == 0, result.output
-    nf = parse(tree)
-    assert nf.by_name["take.out"].row_for("MPS").kernel == "take_out_mps"
-    assert nf.by_name["take"].row_for("MPS").kernel == "take_mps"
-    host = (tree / OPS / "Take.mm").read_text()
-    for needle in ("getBundledLibrary()", "at::Tensor & take_out_mps(const at::Tensor & self",
-                   "mtl_setArgs(enc, out, self, index);", "mtl_dispatch1DJob(enc, pso, out.numel());",
-                   "getMPSProfiler().beginProfileKernel(pso", "getMPSProfiler().endProfileKernel(pso);"):
-        assert needle in host
-    assert "kernel void take_kernel" in (tree / KERNELS / "Take.metal").read_text()
-    again = run("add", "take", "--pytorch", tree, "--functor", functor, "--no-verify", "--dry-run")
-    assert again.output == ""
