@@ -99,7 +99,7 @@ def runtime_version() -> str:
     """Hash of everything that shapes a compiled kernel besides its source."""
     h = hashlib.sha256()
     files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE, HERE / "rewriter.py",
-                                               HERE / "lexer.py", Path(__file__)]
+                                               HERE / "lexer.py", HERE / "workitem.py", Path(__file__)]
     for f in files:
         if f.is_file():
             h.update(str(f.relative_to(HERE)).encode())
@@ -291,7 +291,7 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
     tc = find_toolchain()
     base = cache_dir()
     manifest_key = _sha("manifest", source, json.dumps(opts.key(), sort_keys=True, default=str),
-                        tc.identity, runtime_version(), cpu_identity(), extra_flags())
+                        tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled())
     manifest = base / "manifests" / f"{manifest_key}.json"
     # Direct mode (as ccache): same source and options, and no included file
     # changed since -> the library, without running the preprocessor.
@@ -309,7 +309,7 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
         pp = preprocess(source, opts, tc, tmp)
         fcs = dict(opts.function_constants)
         obj_key = _sha("object", pp, sorted((str(k), repr(v)) for k, v in fcs.items()), opts.optimize,
-                       tc.identity, runtime_version(), cpu_identity(), extra_flags())
+                       tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled())
         if rebuild:
             # The cached file did not load. A new name, because the dynamic
             # loader may still hold the old file under the old one.
@@ -332,20 +332,133 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
     return CompiledLibrary(str(so), _entries_from_json(meta["kernels"]), meta["tg_sizes_known"], deps)
 
 
+# ------------------------------------------------------ work-item loops --
+# Words that can reach a synchronising call (barriers, simd/quad functions,
+# simdgroup matrices). A library without any of them runs every kernel in
+# direct mode and skips the work-item build.
+_SYNC_WORDS = re.compile(r"\b(threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|simdgroup_multiply\w*)\b")
+
+
+def workitem_enabled() -> bool:
+    """$METAL_KERNEL_WORKITEM_LOOPS=0 keeps every synchronising kernel on
+    fibers (part of the cache key)."""
+    return os.environ.get("METAL_KERNEL_WORKITEM_LOOPS", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _workitem_debug() -> bool:
+    return os.environ.get("METAL_KERNEL_WI_DEBUG", "") not in ("", "0")
+
+
+def _force_inline(ll: str, names: set[str]) -> str:
+    """Marks the given function definitions alwaysinline (unless noinline)."""
+    out = []
+    for line in ll.split("\n"):
+        if line.startswith("define "):
+            m = re.search(r"@(\"[^\"]*\"|[-a-zA-Z$._0-9]+)\(", line)
+            name = m.group(1).strip('"') if m else ""
+            if name in names and " noinline" not in line:
+                close = line.rindex(")")
+                # after the parameter list: ... ) local_unnamed_addr #N {
+                hash_at = line.find(" #", close)
+                at = hash_at if hash_at >= 0 else line.rindex("{") - 1
+                line = line[:at] + " alwaysinline" + line[at:]
+        out.append(line)
+    return "\n".join(out)
+
+
+def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOptions,
+                    kernels: list[KernelEntry]) -> subprocess.CompletedProcess:
+    """Pass 2 through LLVM IR: the C++ to optimised IR, per-thread functions
+    cut into work-item loops (runtime/workitem.py), the IR to the library.
+    Sets each kernel's `mode`."""
+    from . import workitem
+
+    cwd = os.path.dirname(cpp_path)
+    ll = os.path.join(cwd, "kernel.ll")
+    args = [
+        "-x", "c++", *COMMON_FLAGS, opts.optimize, "-w", "-ferror-limit=10", "-fno-caret-diagnostics",
+        *extra_flags(), "-DMK_WORKITEM=1", "-I", str(INCLUDE_DIR), "-include",
+        str(INCLUDE_DIR / "mk" / "prelude.h"), cpp_path, "-S", "-emit-llvm", "-o", ll,
+    ]
+    proc = subprocess.run(tc.cxx(*args), capture_output=True, text=True, cwd=cwd)
+    if proc.returncode != 0:
+        return proc
+    text = Path(ll).read_text()
+    syms = [k.symbol for k in kernels]
+
+    def fallback(why: str) -> subprocess.CompletedProcess:
+        # The transform failed on this module (a bug, never the user's): build
+        # the library the plain way, every synchronising kernel on fibers.
+        if _workitem_debug():
+            import sys
+
+            print(f"metal-kernel: work-item loops off for this library: {why}", file=sys.stderr)
+        for k in kernels:
+            k.mode = "fibers"
+        return _pass2(tc, cpp_path, out_path, opts)
+
+    try:
+        result = workitem.transform(text, syms)
+    except Exception as e:  # noqa: BLE001
+        return fallback(f"{type(e).__name__}: {e}")
+    if result.force_inline:
+        # A helper that synchronises was not inlined into a per-thread
+        # function: inline it and optimise once more.
+        ll2 = os.path.join(cwd, "kernel.inl.ll")
+        Path(ll2).write_text(_force_inline(text, result.force_inline))
+        ll3 = os.path.join(cwd, "kernel.opt.ll")
+        p2 = subprocess.run(tc.cxx(ll2, opts.optimize, "-w", "-S", "-emit-llvm", "-o", ll3),
+                            capture_output=True, text=True, cwd=cwd)
+        if p2.returncode == 0:
+            try:
+                again = workitem.transform(Path(ll3).read_text(), syms)
+            except Exception:  # noqa: BLE001 - keep the first result
+                again = result
+            if sum(m == "workitem-loops" for m in again.modes.values()) > \
+                    sum(m == "workitem-loops" for m in result.modes.values()):
+                result = again
+    wi_ll = os.path.join(cwd, "kernel.wi.ll")
+    codegen = [opts.optimize, "-fPIC", "-march=native", "-mno-avx512bf16", "-mno-avxneconvert", "-g0", "-w",
+               *extra_flags()]
+    Path(wi_ll).write_text(result.text)
+    proc = _compile_and_link(tc, [*codegen, wi_ll], out_path, cwd)
+    if proc.returncode != 0:
+        return fallback("clang rejected the transformed IR:\n" + proc.stderr[:4000])
+    if _workitem_debug():
+        import sys
+
+        for k in kernels:
+            why = result.reasons.get(k.symbol)
+            print(f"metal-kernel: kernel {k.host_name}: {result.modes.get(k.symbol)}"
+                  + (f" ({why})" if why else ""), file=sys.stderr)
+    for k in kernels:
+        k.mode = result.modes.get(k.symbol, "fibers")
+    return proc
+
+
 def _build(pp: str, fcs: dict, opts: CompileOptions, tc: Toolchain, tmp: str, so: Path,
            source: str) -> dict:
     cpp_path = os.path.join(tmp, "kernel.cpp")
     out_tmp = os.path.join(tmp, "kernel.so")
     tg_known = True
-    result = rewrite(pp, fcs, tg_helpers=True)
-    Path(cpp_path).write_text(result.text)
-    proc = _pass2(tc, cpp_path, out_tmp, opts)
+    synchronises = bool(_SYNC_WORDS.search(pp))
+    use_wi = synchronises and workitem_enabled() and opts.optimize not in ("-O0",)
+
+    def compile_(res):
+        Path(cpp_path).write_text(res.text)
+        if use_wi:
+            return _pass2_workitem(tc, cpp_path, out_tmp, opts, res.kernels)
+        for k in res.kernels:
+            k.mode = "fibers" if synchronises else "direct"
+        return _pass2(tc, cpp_path, out_tmp, opts)
+
+    result = rewrite(pp, fcs, tg_helpers=True, workitem=use_wi)
+    proc = compile_(result)
     if proc.returncode != 0 and any(e.has_tg_size for e in result.kernels):
         # The threadgroup-size helpers could not see a name local to a kernel
         # body; build without them (sizes are then measured at run time).
-        retry = rewrite(pp, fcs, tg_helpers=False)
-        Path(cpp_path).write_text(retry.text)
-        proc2 = _pass2(tc, cpp_path, out_tmp, opts)
+        retry = rewrite(pp, fcs, tg_helpers=False, workitem=use_wi)
+        proc2 = compile_(retry)
         if proc2.returncode == 0:
             result, proc, tg_known = retry, proc2, False
     if proc.returncode != 0:

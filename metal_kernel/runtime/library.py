@@ -113,15 +113,25 @@ def _numpy_binding(a, index: int, kernel: str):
 class Kernel:
     """One kernel of a library; call it like torch's compiled shader kernels."""
 
-    def __init__(self, library: "Library", entry: KernelEntry, fn, sizes, tg_mem):
+    def __init__(self, library: "Library", entry: KernelEntry, fn, sizes, tg_mem, fiber_fn=None):
         self._library = library
         self._entry = entry
         self._fn = fn
+        self._fiber_fn = fiber_fn  # work-item kernels: the fiber entry, to name a faulting thread
         self._needed = sizes  # buffer index -> bytes a `constant T&` reads
         self.name = entry.host_name
         self.max_threads_per_threadgroup = min(entry.max_threads, MAX_THREADS_PER_THREADGROUP)
         self.thread_execution_width = THREAD_EXECUTION_WIDTH
         self._static_tg = tg_mem
+
+    @property
+    def execution_mode(self) -> str:
+        """How a threadgroup runs: "direct" (a plain loop over the threads:
+        the kernel never synchronises), "workitem-loops" (barriers and simd
+        functions compiled into loops over the threads between them) or
+        "fibers" (a fiber per thread; what the work-item compiler does not
+        handle, or METAL_KERNEL_WORKITEM_LOOPS=0)."""
+        return self._entry.mode
 
     @property
     def static_thread_group_memory_length(self) -> int:
@@ -315,6 +325,15 @@ class Kernel:
         err = ErrorInfo()
         rc = runtime().mkrt_dispatch(self._fn, ctypes.byref(launch), ctypes.byref(err))
         if rc != 0:
+            if self._fiber_fn is not None:
+                # Work-item loops run many threads per loop iteration and
+                # cannot tell which one faulted: the dispatch failed anyway
+                # (its outputs are undefined), so replay it on fibers, which
+                # name the thread exactly; keep the first error if the
+                # replay does not fail.
+                err2 = ErrorInfo()
+                if runtime().mkrt_dispatch(self._fiber_fn, ctypes.byref(launch), ctypes.byref(err2)) != 0:
+                    err = err2
             raise self._error(err, b)
 
     def _error(self, err: ErrorInfo, b: _Bound) -> KernelError:
@@ -364,6 +383,10 @@ class Library:
         self._kernels: dict[str, Kernel] = {}
         for e in compiled.kernels:
             fn = ctypes.cast(getattr(self._lib, f"__mk_entry_{e.symbol}"), ctypes.c_void_p).value
+            fiber_fn = None
+            if e.mode == "workitem-loops":
+                fiber_fn = fn
+                fn = ctypes.cast(getattr(self._lib, f"__mk_wientry_{e.symbol}"), ctypes.c_void_p).value
             npairs = ctypes.c_uint64.in_dll(self._lib, f"__mk_sizes_{e.symbol}").value
             arr = (ctypes.c_uint64 * (1 + 2 * npairs)).in_dll(self._lib, f"__mk_sizes_{e.symbol}")
             sizes = {int(arr[1 + 2 * k]): int(arr[2 + 2 * k]) for k in range(npairs)}
@@ -371,7 +394,7 @@ class Library:
                 tg = int(ctypes.c_uint64.in_dll(self._lib, f"__mk_tgmem_{e.symbol}").value)
             except ValueError:
                 tg = None if not e.has_tg_size and not compiled.tg_sizes_known else 0
-            self._kernels[e.host_name] = Kernel(self, e, fn, sizes, tg)
+            self._kernels[e.host_name] = Kernel(self, e, fn, sizes, tg, fiber_fn)
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("_kernels", {})

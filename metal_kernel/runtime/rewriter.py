@@ -104,6 +104,9 @@ class KernelEntry:
     line: int
     max_threads: int
     has_tg_size: bool
+    # "direct" (never synchronises), "workitem-loops" or "fibers"; set by
+    # the compiler (runtime/workitem.py decides between the last two).
+    mode: str = "fibers"
 
 
 @dataclass
@@ -164,6 +167,7 @@ class Rewriter:
         self.entries: list[KernelEntry] = []
         self.tg_slot = 0
         self.tg_helpers = True
+        self.workitem = False  # also emit per-thread functions (__mk_wi_<n>)
         self._fc_indices: dict[str, int] = {}
 
     # ------------------------------------------------------------ helpers --
@@ -788,6 +792,25 @@ class Rewriter:
                 f' extern "C" __attribute__((visibility("default"))) const unsigned long long'
                 f" __mk_tgmem_{sym} = {tg_expr};"
             )
+        if self.workitem:
+            # The kernel as one thread of a group described by `g`, for the
+            # work-item-loop compiler (mk/workitem.h, runtime/workitem.py).
+            wi_args = []
+            for p_i, p in enumerate(kdef.params):
+                ptype = f"::mk::arg_t<__mk_k{sym}::F, {p_i}>"
+                if p.kind == "buffer":
+                    wi_args.append(f"::mk::buffer_arg<{ptype}>(g, {p.index}u)")
+                elif p.kind == "threadgroup":
+                    wi_args.append(f"::mk::threadgroup_arg<{ptype}>(g, {p.index}u)")
+                else:
+                    expr = THREAD_ATTRIBUTES[p.attribute].replace("r->launch->", "g->")
+                    wi_args.append(f"::mk::attr<{ptype}>({expr})")
+            code += (
+                f' extern "C" __attribute__((visibility("hidden"))) void __mk_wi_{sym}('
+                "const ::mk::WiGroup* g, unsigned int x, unsigned int y, unsigned int z, unsigned int lin)"
+                " { const ::mk::ThreadIds t = ::mk::wi_ids(g, x, y, z, lin); (void)t; (void)g;"
+                f" [[clang::always_inline]] {callee}(" + ", ".join(wi_args) + "); }"
+            )
         self.edits.insert(self.toks[at].end, code)
         self.entries.append(
             KernelEntry(host_name, sym, kdef.params, kdef.file, kdef.line,
@@ -805,7 +828,9 @@ def _cxx_value(value) -> str:
     raise TypeError(f"function constant values must be bool, int or float, not {type(value).__name__}")
 
 
-def rewrite(text: str, function_constants: dict | None = None, tg_helpers: bool = True) -> RewriteResult:
+def rewrite(text: str, function_constants: dict | None = None, tg_helpers: bool = True,
+            workitem: bool = False) -> RewriteResult:
     rw = Rewriter(text, function_constants)
     rw.tg_helpers = tg_helpers
+    rw.workitem = workitem
     return rw.run()

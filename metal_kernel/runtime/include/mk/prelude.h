@@ -8,6 +8,7 @@
 #include "mk/runtime.h"
 #include "mk/simd.h"
 #include "mk/simdgroup_matrix.h"
+#include "mk/workitem.h"
 
 #define device
 // `constant` memory is read-only: as `const` it stays a distinct overload from

@@ -11,14 +11,25 @@
 // Set by the host right after it loads a kernel library.
 extern "C" const mk::RuntimeApi* __mk_rt;
 
+// Synchronising calls reach the runtime through these functions (defined in
+// mk/workitem.h), never inlined: in a per-thread function (see mk/workitem.h)
+// each call is a marker the work-item-loop compiler (runtime/workitem.py)
+// cuts the kernel at; everywhere else they call the fiber scheduler.
+// `convergent` and `nomerge` keep the optimiser from merging or duplicating
+// call sites (each one is a distinct simdgroup operation).
 namespace mk {
-
-// The address of the code that called the function this is inlined into;
-// with the stack depth the runtime adds, it tells call sites apart so that
-// divergent branches calling the same simd function are not merged.
-__attribute__((noinline)) inline uintptr_t call_site() {
-  return reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+struct DenseLanes;
 }
+extern "C" {
+__attribute__((noinline, convergent, nomerge)) void __mk_sync_barrier(uint32_t flags);
+__attribute__((noinline, convergent, nomerge)) void __mk_sync_simd(
+    const void* in, void* out, uint32_t arg, uint32_t op, uint32_t in_size, uint32_t out_size,
+    void (*compute)(const mk::SimdLanes&), void (*dense)(const mk::DenseLanes&));
+__attribute__((noinline)) uint32_t __mk_thread_index();
+__attribute__((noinline)) void* __mk_tg_alloc(uint32_t slot, uint64_t size, uint64_t align);
+}
+
+namespace mk {
 
 template <size_t I, class... A>
 struct nth_type;
@@ -138,7 +149,7 @@ __attribute__((always_inline)) inline void run_threads(Run* r, Body body) {
 // group get the same block.
 template <class T>
 __attribute__((always_inline)) inline T& tg_ref(uint32_t slot) {
-  return *static_cast<T*>(__mk_rt->threadgroup_alloc(slot, sizeof(T), alignof(T)));
+  return *static_cast<T*>(__mk_tg_alloc(slot, sizeof(T), alignof(T)));
 }
 
 }  // namespace mk
@@ -161,7 +172,7 @@ constexpr mem_flags operator&(mem_flags a, mem_flags b) {
 }
 
 inline void threadgroup_barrier(mem_flags flags) {
-  __mk_rt->threadgroup_barrier(uint32_t(flags), ::mk::call_site());
+  __mk_sync_barrier(uint32_t(flags));
 }
 
 }  // namespace metal

@@ -46,49 +46,105 @@ enum SimdOp : uint32_t {
   SIMD_MATRIX,  // simdgroup_matrix operations (runtime completeness issue)
 };
 
-// Publishes this lane's call, waits, and lets the elected lane compute.
-template <class T, class R, class Compute>
-__attribute__((always_inline)) inline R simd_collective(const T& in, uint32_t arg,
-                                                        uint32_t op, Compute compute) {
-  R out;
-  SimdCall call{&in, &out, arg, op};
-  SimdLanes* lanes = __mk_rt->simd_sync(&call, call_site());
-  if (lanes) compute(*lanes);
-  return out;
-}
+// The lanes a simdgroup computation sees. Fiber mode hands the elected lane
+// a SimdLanes (mk/abi.h: a pointer to each active lane's call); work-item
+// loops (mk/workitem.h) keep every lane's operand and result in arrays at a
+// fixed stride, a DenseLanes. The computations below are written once for
+// both through lane_active / lane_in / lane_out / lane_arg.
+struct DenseLanes {
+  const char* in;
+  char* out;
+  const uint32_t* args;
+  uint32_t in_stride, out_stride;
+  uint32_t active_mask;
+  uint32_t count;
+};
 
+__attribute__((always_inline)) inline bool lane_active(const SimdLanes& l, uint32_t i) {
+  return l.lane[i] != nullptr;
+}
+__attribute__((always_inline)) inline bool lane_active(const DenseLanes& l, uint32_t i) {
+  return i < MK_SIMD_WIDTH && ((l.active_mask >> i) & 1u);
+}
 template <class T>
 __attribute__((always_inline)) inline const T& lane_in(const SimdLanes& l, uint32_t i) {
   return *static_cast<const T*>(l.lane[i]->in);
+}
+template <class T>
+__attribute__((always_inline)) inline const T& lane_in(const DenseLanes& l, uint32_t i) {
+  return *reinterpret_cast<const T*>(l.in + uint64_t(i) * l.in_stride);
 }
 template <class R>
 __attribute__((always_inline)) inline R& lane_out(const SimdLanes& l, uint32_t i) {
   return *static_cast<R*>(l.lane[i]->out);
 }
+template <class R>
+__attribute__((always_inline)) inline R& lane_out(const DenseLanes& l, uint32_t i) {
+  return *reinterpret_cast<R*>(l.out + uint64_t(i) * l.out_stride);
+}
+__attribute__((always_inline)) inline uint32_t lane_arg(const SimdLanes& l, uint32_t i) {
+  return l.lane[i]->arg;
+}
+__attribute__((always_inline)) inline uint32_t lane_arg(const DenseLanes& l, uint32_t i) {
+  return l.args[i];
+}
+
+// Publishes this lane's call, waits, and lets the elected lane compute
+// (through __mk_sync_simd, see mk/runtime.h and mk/workitem.h). `compute`
+// is a lambda without captures taking `const auto&` lanes.
+template <class T, class R, class Compute>
+__attribute__((always_inline)) inline R simd_collective(const T& in, uint32_t arg,
+                                                        uint32_t op, Compute compute) {
+  R out;
+  void (*fn)(const SimdLanes&) = compute;
+  void (*dense)(const DenseLanes&) = compute;
+  __mk_sync_simd(&in, &out, arg, op, sizeof(T), sizeof(R), fn, dense);
+  return out;
+}
+
+__attribute__((always_inline)) inline bool segment_full(const SimdLanes& l, uint32_t s, uint32_t width) {
+  for (uint32_t i = s; i < s + width; ++i)
+    if (!l.lane[i]) return false;
+  return true;
+}
+__attribute__((always_inline)) inline bool segment_full(const DenseLanes& l, uint32_t s, uint32_t width) {
+  const uint32_t want = width >= 32 ? 0xffffffffu : ((1u << width) - 1u) << s;
+  return (l.active_mask & want) == want;
+}
 
 // Reduction over the active lanes of each segment (32 lanes for simd_*,
-// 4 for quad_*), every active lane of a segment gets the result.
-template <class T, class Op>
-inline void reduce_segments(const SimdLanes& l, uint32_t width, Op op) {
+// 4 for quad_*), every active lane of a segment gets the result. A full
+// segment is reduced pairwise (as GPUs do; the order is unspecified in
+// Metal), a partial one lane by lane.
+template <class T, class L, class Op>
+inline void reduce_segments(const L& l, uint32_t width, Op op) {
   for (uint32_t s = 0; s < MK_SIMD_WIDTH; s += width) {
+    if (segment_full(l, s, width)) {
+      T v[MK_SIMD_WIDTH];
+      for (uint32_t i = 0; i < width; ++i) v[i] = lane_in<T>(l, s + i);
+      for (uint32_t h = width / 2; h > 0; h >>= 1)
+        for (uint32_t i = 0; i < h; ++i) v[i] = T(op(v[i], v[i + h]));
+      for (uint32_t i = s; i < s + width; ++i) lane_out<T>(l, i) = v[0];
+      continue;
+    }
     bool have = false;
     T acc{};
     for (uint32_t i = s; i < s + width; ++i) {
-      if (!l.lane[i]) continue;
+      if (!lane_active(l, i)) continue;
       acc = have ? T(op(acc, lane_in<T>(l, i))) : lane_in<T>(l, i);
       have = true;
     }
     for (uint32_t i = s; i < s + width; ++i)
-      if (l.lane[i]) lane_out<T>(l, i) = acc;
+      if (lane_active(l, i)) lane_out<T>(l, i) = acc;
   }
 }
 
-template <class T, class Op>
-inline void scan_segments(const SimdLanes& l, uint32_t width, bool inclusive, T identity, Op op) {
+template <class T, class L, class Op>
+inline void scan_segments(const L& l, uint32_t width, bool inclusive, T identity, Op op) {
   for (uint32_t s = 0; s < MK_SIMD_WIDTH; s += width) {
     T acc = identity;
     for (uint32_t i = s; i < s + width; ++i) {
-      if (!l.lane[i]) continue;
+      if (!lane_active(l, i)) continue;
       T next = T(op(acc, lane_in<T>(l, i)));
       lane_out<T>(l, i) = inclusive ? next : acc;
       acc = next;
@@ -99,15 +155,15 @@ inline void scan_segments(const SimdLanes& l, uint32_t width, bool inclusive, T 
 // Lane `i` receives lane `src(i)`'s operand. A source outside the segment
 // leaves the lane's own value (Metal: "unchanged"); an inactive source reads
 // as zero (undefined on the GPU; the checking mode reports it).
-template <class T, class Src>
-inline void permute_segments(const SimdLanes& l, uint32_t width, Src src) {
+template <class T, class L, class Src>
+inline void permute_segments(const L& l, uint32_t width, Src src) {
   for (uint32_t i = 0; i < MK_SIMD_WIDTH; ++i) {
-    if (!l.lane[i]) continue;
+    if (!lane_active(l, i)) continue;
     const uint32_t base = i - i % width;
-    const int64_t j = src(i - base, l.lane[i]->arg);
+    const int64_t j = src(i - base, lane_arg(l, i));
     if (j < 0 || j >= int64_t(width)) {
       lane_out<T>(l, i) = lane_in<T>(l, i);
-    } else if (l.lane[base + j]) {
+    } else if (lane_active(l, base + uint32_t(j))) {
       lane_out<T>(l, i) = lane_in<T>(l, base + uint32_t(j));
     } else {
       T zero;
@@ -125,12 +181,12 @@ struct DataAndFill {
 
 // simd_shuffle_and_fill_up/down: lanes whose source falls outside the
 // `modulo`-wide window take the *fill* operand of the wrapped-around lane.
-template <class T>
-inline void fill_segments(const SimdLanes& l, uint32_t width, bool up) {
+template <class T, class L>
+inline void fill_segments(const L& l, uint32_t width, bool up) {
   for (uint32_t i = 0; i < MK_SIMD_WIDTH; ++i) {
-    if (!l.lane[i]) continue;
-    const uint32_t delta = l.lane[i]->arg & 0xffff;
-    uint32_t modulo = l.lane[i]->arg >> 16;
+    if (!lane_active(l, i)) continue;
+    const uint32_t delta = lane_arg(l, i) & 0xffff;
+    uint32_t modulo = lane_arg(l, i) >> 16;
     if (modulo == 0 || modulo > width) modulo = width;
     const uint32_t base = i - i % modulo;
     const uint32_t pos = i - base;
@@ -139,7 +195,7 @@ inline void fill_segments(const SimdLanes& l, uint32_t width, bool up) {
     if (j < 0) { j += modulo; use_fill = true; }
     if (j >= int64_t(modulo)) { j -= modulo; use_fill = true; }
     const uint32_t from = base + uint32_t(j);
-    if (from < MK_SIMD_WIDTH && l.lane[from]) {
+    if (from < MK_SIMD_WIDTH && lane_active(l, from)) {
       const auto& src = lane_in<DataAndFill<T>>(l, from);
       lane_out<T>(l, i) = use_fill ? src.fill : src.data;
     } else {
@@ -150,9 +206,10 @@ inline void fill_segments(const SimdLanes& l, uint32_t width, bool up) {
   }
 }
 
-inline uint32_t lowest_active(const SimdLanes& l, uint32_t s, uint32_t width) {
+template <class L>
+inline uint32_t lowest_active(const L& l, uint32_t s, uint32_t width) {
   for (uint32_t i = s; i < s + width; ++i)
-    if (l.lane[i]) return i;
+    if (lane_active(l, i)) return i;
   return s;
 }
 
@@ -175,144 +232,144 @@ using quad_vote = simd_vote;
 #define MK_SIMD_SEGMENTED(PREFIX, WIDTH)                                                  \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_sum(T x) {                             \
-    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_SUM, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_SUM, [](const auto& l) { \
       ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return a + b; });   \
     });                                                                                   \
   }                                                                                       \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_product(T x) {                         \
-    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PRODUCT, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PRODUCT, [](const auto& l) { \
       ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return a * b; });   \
     });                                                                                   \
   }                                                                                       \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_min(T x) {                             \
-    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_MIN, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_MIN, [](const auto& l) { \
       ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return ::metal::min(a, b); }); \
     });                                                                                   \
   }                                                                                       \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_max(T x) {                             \
-    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_MAX, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_MAX, [](const auto& l) { \
       ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return ::metal::max(a, b); }); \
     });                                                                                   \
   }                                                                                       \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_and(T x) {                             \
-    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_AND, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_AND, [](const auto& l) { \
       ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return a & b; });   \
     });                                                                                   \
   }                                                                                       \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_or(T x) {                              \
-    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_OR, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_OR, [](const auto& l) { \
       ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return a | b; });   \
     });                                                                                   \
   }                                                                                       \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_xor(T x) {                             \
-    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_XOR, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_XOR, [](const auto& l) { \
       ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return a ^ b; });   \
     });                                                                                   \
   }                                                                                       \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_prefix_inclusive_sum(T x) {            \
-    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PREFIX_INCLUSIVE_SUM, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PREFIX_INCLUSIVE_SUM, [](const auto& l) { \
       ::mk::scan_segments<T>(l, WIDTH, true, T(0), [](const T& a, const T& b) { return a + b; }); \
     });                                                                                   \
   }                                                                                       \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_prefix_exclusive_sum(T x) {            \
-    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PREFIX_EXCLUSIVE_SUM, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PREFIX_EXCLUSIVE_SUM, [](const auto& l) { \
       ::mk::scan_segments<T>(l, WIDTH, false, T(0), [](const T& a, const T& b) { return a + b; }); \
     });                                                                                   \
   }                                                                                       \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_prefix_inclusive_product(T x) {        \
-    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PREFIX_INCLUSIVE_PRODUCT, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PREFIX_INCLUSIVE_PRODUCT, [](const auto& l) { \
       ::mk::scan_segments<T>(l, WIDTH, true, T(1), [](const T& a, const T& b) { return a * b; }); \
     });                                                                                   \
   }                                                                                       \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_prefix_exclusive_product(T x) {        \
-    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PREFIX_EXCLUSIVE_PRODUCT, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_PREFIX_EXCLUSIVE_PRODUCT, [](const auto& l) { \
       ::mk::scan_segments<T>(l, WIDTH, false, T(1), [](const T& a, const T& b) { return a * b; }); \
     });                                                                                   \
   }                                                                                       \
   template <class T, class I>                                                             \
   __attribute__((always_inline)) inline T PREFIX##_shuffle(T x, I lane) {                 \
-    return ::mk::simd_collective<T, T>(x, uint32_t(lane), ::mk::SIMD_SHUFFLE, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, uint32_t(lane), ::mk::SIMD_SHUFFLE, [](const auto& l) { \
       ::mk::permute_segments<T>(l, WIDTH, [](uint32_t, uint32_t a) { return int64_t(a % WIDTH); }); \
     });                                                                                   \
   }                                                                                       \
   template <class T, class I>                                                             \
   __attribute__((always_inline)) inline T PREFIX##_broadcast(T x, I lane) {               \
-    return ::mk::simd_collective<T, T>(x, uint32_t(lane), ::mk::SIMD_BROADCAST, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, uint32_t(lane), ::mk::SIMD_BROADCAST, [](const auto& l) { \
       ::mk::permute_segments<T>(l, WIDTH, [](uint32_t, uint32_t a) { return int64_t(a % WIDTH); }); \
     });                                                                                   \
   }                                                                                       \
   template <class T, class I>                                                             \
   __attribute__((always_inline)) inline T PREFIX##_shuffle_up(T x, I delta) {             \
-    return ::mk::simd_collective<T, T>(x, uint32_t(delta), ::mk::SIMD_SHUFFLE_UP, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, uint32_t(delta), ::mk::SIMD_SHUFFLE_UP, [](const auto& l) { \
       ::mk::permute_segments<T>(l, WIDTH, [](uint32_t i, uint32_t d) { return int64_t(i) - d; }); \
     });                                                                                   \
   }                                                                                       \
   template <class T, class I>                                                             \
   __attribute__((always_inline)) inline T PREFIX##_shuffle_down(T x, I delta) {           \
-    return ::mk::simd_collective<T, T>(x, uint32_t(delta), ::mk::SIMD_SHUFFLE_DOWN, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, uint32_t(delta), ::mk::SIMD_SHUFFLE_DOWN, [](const auto& l) { \
       ::mk::permute_segments<T>(l, WIDTH, [](uint32_t i, uint32_t d) { return int64_t(i) + d; }); \
     });                                                                                   \
   }                                                                                       \
   template <class T, class I>                                                             \
   __attribute__((always_inline)) inline T PREFIX##_shuffle_xor(T x, I mask) {             \
-    return ::mk::simd_collective<T, T>(x, uint32_t(mask), ::mk::SIMD_SHUFFLE_XOR, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, uint32_t(mask), ::mk::SIMD_SHUFFLE_XOR, [](const auto& l) { \
       ::mk::permute_segments<T>(l, WIDTH, [](uint32_t i, uint32_t m) { return int64_t((i ^ m) % WIDTH); }); \
     });                                                                                   \
   }                                                                                       \
   template <class T, class I>                                                             \
   __attribute__((always_inline)) inline T PREFIX##_shuffle_rotate_up(T x, I delta) {      \
-    return ::mk::simd_collective<T, T>(x, uint32_t(delta), ::mk::SIMD_SHUFFLE_ROTATE_UP, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, uint32_t(delta), ::mk::SIMD_SHUFFLE_ROTATE_UP, [](const auto& l) { \
       ::mk::permute_segments<T>(l, WIDTH, [](uint32_t i, uint32_t d) { return int64_t((i + WIDTH - d % WIDTH) % WIDTH); }); \
     });                                                                                   \
   }                                                                                       \
   template <class T, class I>                                                             \
   __attribute__((always_inline)) inline T PREFIX##_shuffle_rotate_down(T x, I delta) {    \
-    return ::mk::simd_collective<T, T>(x, uint32_t(delta), ::mk::SIMD_SHUFFLE_ROTATE_DOWN, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, uint32_t(delta), ::mk::SIMD_SHUFFLE_ROTATE_DOWN, [](const auto& l) { \
       ::mk::permute_segments<T>(l, WIDTH, [](uint32_t i, uint32_t d) { return int64_t((i + d) % WIDTH); }); \
     });                                                                                   \
   }                                                                                       \
   template <class T, class I>                                                             \
   __attribute__((always_inline)) inline T PREFIX##_shuffle_and_fill_up(T x, T fill, I delta, uint32_t modulo = WIDTH) { \
     ::mk::DataAndFill<T> in{x, fill};                                                     \
-    return ::mk::simd_collective<::mk::DataAndFill<T>, T>(in, uint32_t(delta) | (modulo << 16), ::mk::SIMD_SHUFFLE_AND_FILL_UP, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<::mk::DataAndFill<T>, T>(in, uint32_t(delta) | (modulo << 16), ::mk::SIMD_SHUFFLE_AND_FILL_UP, [](const auto& l) { \
       ::mk::fill_segments<T>(l, WIDTH, true);                                             \
     });                                                                                   \
   }                                                                                       \
   template <class T, class I>                                                             \
   __attribute__((always_inline)) inline T PREFIX##_shuffle_and_fill_down(T x, T fill, I delta, uint32_t modulo = WIDTH) { \
     ::mk::DataAndFill<T> in{x, fill};                                                     \
-    return ::mk::simd_collective<::mk::DataAndFill<T>, T>(in, uint32_t(delta) | (modulo << 16), ::mk::SIMD_SHUFFLE_AND_FILL_DOWN, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<::mk::DataAndFill<T>, T>(in, uint32_t(delta) | (modulo << 16), ::mk::SIMD_SHUFFLE_AND_FILL_DOWN, [](const auto& l) { \
       ::mk::fill_segments<T>(l, WIDTH, false);                                            \
     });                                                                                   \
   }                                                                                       \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_broadcast_first(T x) {                 \
-    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_BROADCAST_FIRST, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_BROADCAST_FIRST, [](const auto& l) { \
       for (uint32_t s = 0; s < MK_SIMD_WIDTH; s += WIDTH) {                               \
         const uint32_t first = ::mk::lowest_active(l, s, WIDTH);                          \
         for (uint32_t i = s; i < s + WIDTH; ++i)                                          \
-          if (l.lane[i]) ::mk::lane_out<T>(l, i) = ::mk::lane_in<T>(l, first);            \
+          if (::mk::lane_active(l, i)) ::mk::lane_out<T>(l, i) = ::mk::lane_in<T>(l, first);            \
       }                                                                                   \
     });                                                                                   \
   }                                                                                       \
   __attribute__((always_inline)) inline simd_vote PREFIX##_ballot(bool b) {               \
-    return ::mk::simd_collective<bool, simd_vote>(b, 0, ::mk::SIMD_BALLOT, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<bool, simd_vote>(b, 0, ::mk::SIMD_BALLOT, [](const auto& l) { \
       for (uint32_t s = 0; s < MK_SIMD_WIDTH; s += WIDTH) {                               \
         uint64_t bits = 0;                                                                \
         for (uint32_t i = s; i < s + WIDTH; ++i)                                          \
-          if (l.lane[i] && ::mk::lane_in<bool>(l, i)) bits |= uint64_t(1) << (i - (WIDTH == MK_SIMD_WIDTH ? 0 : s)); \
+          if (::mk::lane_active(l, i) && ::mk::lane_in<bool>(l, i)) bits |= uint64_t(1) << (i - (WIDTH == MK_SIMD_WIDTH ? 0 : s)); \
         for (uint32_t i = s; i < s + WIDTH; ++i)                                          \
-          if (l.lane[i]) ::mk::lane_out<simd_vote>(l, i) = simd_vote(bits);               \
+          if (::mk::lane_active(l, i)) ::mk::lane_out<simd_vote>(l, i) = simd_vote(bits);               \
       }                                                                                   \
     });                                                                                   \
   }                                                                                       \
@@ -320,22 +377,22 @@ using quad_vote = simd_vote;
     return PREFIX##_ballot(true);                                                         \
   }                                                                                       \
   __attribute__((always_inline)) inline bool PREFIX##_any(bool b) {                       \
-    return ::mk::simd_collective<bool, bool>(b, 0, ::mk::SIMD_ANY, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<bool, bool>(b, 0, ::mk::SIMD_ANY, [](const auto& l) { \
       ::mk::reduce_segments<bool>(l, WIDTH, [](bool a, bool c) { return a || c; });       \
     });                                                                                   \
   }                                                                                       \
   __attribute__((always_inline)) inline bool PREFIX##_all(bool b) {                       \
-    return ::mk::simd_collective<bool, bool>(b, 0, ::mk::SIMD_ALL, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<bool, bool>(b, 0, ::mk::SIMD_ALL, [](const auto& l) { \
       ::mk::reduce_segments<bool>(l, WIDTH, [](bool a, bool c) { return a && c; });       \
     });                                                                                   \
   }                                                                                       \
   __attribute__((always_inline)) inline bool PREFIX##_is_first() {                        \
     const bool unused = false;                                                            \
-    return ::mk::simd_collective<bool, bool>(unused, 0, ::mk::SIMD_IS_FIRST, [](const ::mk::SimdLanes& l) { \
+    return ::mk::simd_collective<bool, bool>(unused, 0, ::mk::SIMD_IS_FIRST, [](const auto& l) { \
       for (uint32_t s = 0; s < MK_SIMD_WIDTH; s += WIDTH) {                               \
         const uint32_t first = ::mk::lowest_active(l, s, WIDTH);                          \
         for (uint32_t i = s; i < s + WIDTH; ++i)                                          \
-          if (l.lane[i]) ::mk::lane_out<bool>(l, i) = (i == first);                       \
+          if (::mk::lane_active(l, i)) ::mk::lane_out<bool>(l, i) = (i == first);                       \
       }                                                                                   \
     });                                                                                   \
   }
@@ -347,7 +404,7 @@ MK_SIMD_SEGMENTED(quad, 4)
 __attribute__((always_inline)) inline void simdgroup_barrier(mem_flags) {
   const bool unused = false;
   (void)::mk::simd_collective<bool, bool>(unused, 0, ::mk::SIMD_BARRIER,
-                                          [](const ::mk::SimdLanes&) {});
+                                          [](const auto&) {});
 }
 
 }  // namespace metal

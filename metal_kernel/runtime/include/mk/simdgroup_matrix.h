@@ -18,7 +18,7 @@
 
 namespace mk {
 
-inline uint32_t lane_index() { return __mk_rt->thread_index() % MK_SIMD_WIDTH; }
+inline uint32_t lane_index() { return __mk_thread_index() % MK_SIMD_WIDTH; }
 inline uint32_t matrix_row(uint32_t lane) { return 4 * (lane >= 16) + ((lane >> 1) & 3); }
 inline uint32_t matrix_col(uint32_t lane) { return 4 * ((lane >> 3) & 1) + 2 * (lane & 1); }
 
@@ -96,10 +96,11 @@ struct MatrixResult {
   float d[2];
 };
 
-inline void matrix_multiply_lanes(const SimdLanes& l, bool accumulate) {
+template <class L>
+inline void matrix_multiply_lanes(const L& l, bool accumulate) {
   float A[8][8] = {}, B[8][8] = {}, C[8][8] = {};
   for (uint32_t lane = 0; lane < MK_SIMD_WIDTH; ++lane) {
-    if (!l.lane[lane]) continue;  // an inactive lane's elements read as 0
+    if (!lane_active(l, lane)) continue;  // an inactive lane's elements read as 0
     const auto& op = lane_in<MatrixOperands>(l, lane);
     const uint32_t r = matrix_row(lane), c = matrix_col(lane);
     for (int k = 0; k < 2; ++k) {
@@ -109,7 +110,7 @@ inline void matrix_multiply_lanes(const SimdLanes& l, bool accumulate) {
     }
   }
   for (uint32_t lane = 0; lane < MK_SIMD_WIDTH; ++lane) {
-    if (!l.lane[lane]) continue;
+    if (!lane_active(l, lane)) continue;
     const uint32_t r = matrix_row(lane), c = matrix_col(lane);
     MatrixResult& out = lane_out<MatrixResult>(l, lane);
     for (int k = 0; k < 2; ++k) {
@@ -132,8 +133,8 @@ __attribute__((always_inline)) inline void matrix_mma(
   }
   const bool accumulate = c != nullptr;
   MatrixResult r = simd_collective<MatrixOperands, MatrixResult>(
-      in, accumulate ? 1u : 0u, SIMD_MATRIX, [](const SimdLanes& l) {
-        matrix_multiply_lanes(l, l.lane[lowest_active(l, 0, MK_SIMD_WIDTH)]->arg != 0);
+      in, accumulate ? 1u : 0u, SIMD_MATRIX, [](const auto& l) {
+        matrix_multiply_lanes(l, lane_arg(l, lowest_active(l, 0, MK_SIMD_WIDTH)) != 0);
       });
   d.elems = metal::vec<TD, 2>(TD(r.d[0]), TD(r.d[1]));
 }

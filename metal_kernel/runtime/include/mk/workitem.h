@@ -1,0 +1,440 @@
+// Work-item loops: kernels with barriers or simdgroup functions run as one
+// loop over the threads of a group per region between synchronisation
+// points, instead of one fiber per thread (the approach of PoCL).
+//
+// The rewriter emits, next to each kernel's entry point, a per-thread
+// function `__mk_wi_<n>(g, x, y, z, lin)` that runs the kernel as thread
+// (x, y, z) of the group described by `g`. Compiled to optimised LLVM IR,
+// its synchronising calls are direct calls to the marker functions below;
+// runtime/workitem.py cuts it there into resumable step functions (values
+// live across a cut go to per-thread context arrays) and generates, per
+// kernel, a loop function `loop(…, b, e, resume)` that runs threads [b, e)
+// from one resume point to their next synchronisation point, and an entry
+// point `__mk_wientry_<n>` that hands both to `__mk_wi_run_group` below.
+//
+// This file holds:
+//   - the fiber-mode definitions of the markers (what every other caller —
+//     the direct-mode entry points, functions the transform could not cut —
+//     gets): they call the fiber scheduler in the runtime library;
+//   - WiGroup, what a per-thread function reads about its group;
+//   - the group driver (only in builds for the transform, MK_WORKITEM):
+//     it runs the loop function region by region, resolves simdgroup
+//     operations between regions and releases barriers, with the scheduler's
+//     rules (mk/simd.h, src/mkrt.cpp).
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "abi.h"
+#include "runtime.h"
+
+// ----------------------------------------------------- fiber-mode markers --
+// In a build for the transform (MK_WORKITEM) the markers stay declarations:
+// LLVM keeps `convergent` only on calls to functions it cannot see into (it
+// drops the attribute from a body that makes no convergent call), and
+// without it the optimiser duplicates barrier calls into branches. These
+// bodies then get other names, and runtime/workitem.py makes the marker
+// names aliases of them once the per-thread functions are cut.
+#ifdef MK_WORKITEM
+#define MK_MARKER(name) __mk_fiber_##name
+#define MK_MARKER_ATTRS used, noinline, visibility("hidden")
+#else
+#define MK_MARKER(name) __mk_##name
+#define MK_MARKER_ATTRS noinline, visibility("hidden")
+#endif
+
+extern "C" {
+
+__attribute__((MK_MARKER_ATTRS)) void MK_MARKER(sync_barrier)(uint32_t flags) {
+  // The return address names the call site (the scheduler only orders by it).
+  __mk_rt->threadgroup_barrier(flags, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
+}
+
+__attribute__((MK_MARKER_ATTRS)) void MK_MARKER(sync_simd)(const void* in, void* out, uint32_t arg,
+                                                           uint32_t op, uint32_t, uint32_t,
+                                                           void (*compute)(const mk::SimdLanes&),
+                                                           void (*)(const mk::DenseLanes&)) {
+  mk::SimdCall call{in, out, arg, op};
+  // Lanes blocked at the same call path (this return address, the stack
+  // above it) are the active lanes; the lowest of them computes.
+  mk::SimdLanes* lanes =
+      __mk_rt->simd_sync(&call, reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
+  if (lanes) compute(*lanes);
+}
+
+__attribute__((MK_MARKER_ATTRS)) uint32_t MK_MARKER(thread_index)() { return __mk_rt->thread_index(); }
+
+__attribute__((MK_MARKER_ATTRS)) void* MK_MARKER(tg_alloc)(uint32_t slot, uint64_t size,
+                                                          uint64_t align) {
+  return __mk_rt->threadgroup_alloc(slot, size, align);
+}
+
+}  // extern "C"
+#undef MK_MARKER
+#undef MK_MARKER_ATTRS
+
+namespace mk {
+
+#define MK_WI_MAX_BUFFERS 64
+#define MK_WI_MAX_TG_ALLOCS 64
+
+// What a per-thread function knows about its group. Filled once per group;
+// never written while the group runs, so every load from it may be repeated
+// (runtime/workitem.py recomputes values derived from it instead of saving
+// them). Offsets are mirrored in runtime/workitem.py.
+struct WiGroup {
+  u3 group_size;               // actual threads in this group, per dimension
+  u3 threadgroup_position;
+  u3 base;                     // threadgroup_position * threads_per_threadgroup
+  u3 threads_per_threadgroup;  // the dispatched shape
+  u3 threadgroups_per_grid;
+  u3 threads_per_grid;
+  uint32_t pad;
+  void* tg_allocs[MK_WI_MAX_TG_ALLOCS];  // results of the kernel's __mk_tg_alloc calls
+  void* tg_buffers[64];                  // [[threadgroup(n)]] parameters
+  void* buffers[MK_WI_MAX_BUFFERS];      // [[buffer(n)]]
+};
+static_assert(offsetof(WiGroup, group_size) == 0, "mirrored in runtime/workitem.py");
+static_assert(offsetof(WiGroup, tg_allocs) == 80, "mirrored in runtime/workitem.py");
+static_assert(sizeof(WiGroup) == 1616, "mirrored in runtime/workitem.py");
+
+template <class P>
+__attribute__((always_inline)) inline P buffer_arg(const WiGroup* g, uint32_t i) {
+  void* p = g->buffers[i];
+  if constexpr (std::is_reference_v<P>) {
+    return *reinterpret_cast<std::remove_reference_t<P>*>(p);
+  } else if constexpr (std::is_pointer_v<P>) {
+    return reinterpret_cast<P>(p);
+  } else {
+    return *reinterpret_cast<const P*>(p);
+  }
+}
+
+template <class P>
+__attribute__((always_inline)) inline P threadgroup_arg(const WiGroup* g, uint32_t i) {
+  return reinterpret_cast<P>(g->tg_buffers[i]);
+}
+
+__attribute__((always_inline)) inline ThreadIds wi_ids(const WiGroup* g, uint32_t x, uint32_t y,
+                                                       uint32_t z, uint32_t lin) {
+  ThreadIds t;
+  t.threadgroup_position_in_grid = g->threadgroup_position;
+  t.threads_per_threadgroup = g->group_size;
+  t.thread_position_in_threadgroup = {x, y, z};
+  t.thread_position_in_grid = {g->base.x + x, g->base.y + y, g->base.z + z};
+  t.thread_index_in_threadgroup = lin;
+  return t;
+}
+
+}  // namespace mk
+
+#ifdef MK_WORKITEM
+namespace mk {
+namespace wi {
+
+enum : uint32_t { SYNC_START = 0, SYNC_BARRIER = 1, SYNC_SIMD = 2 };
+constexpr uint32_t DONE = 0x7fffffff;  // a finished thread's state
+
+// One per synchronisation point (index = the point's id; 0 = kernel start).
+struct Sync {
+  uint32_t kind, op, in_size, out_size;  // simd: operand and result bytes
+  void (*compute)(const SimdLanes&);     // simd: the computation (fiber form, unused here)
+  void (*dense)(const DenseLanes&);      // simd: the computation over operand arrays
+  uint32_t first_uniform, num_uniform;   // this point's entries in Kernel::uniforms
+};
+// A value live across the point that is probably the same in every thread:
+// the region code reads it from the stage block (loop-invariant, so the
+// loop vectorises) after the driver checked that all threads agree.
+struct Uniform {
+  uint64_t slot_offset;   // its per-thread array in the slots block
+  uint64_t stage_offset;  // its single copy in the stage block
+  uint64_t size;
+};
+struct TgAlloc {
+  uint64_t slot, size, align;
+};
+// What a run of threads ended at: the lowest state, the highest state
+// other than DONE (0: none) and how many threads are DONE.
+struct Summary {
+  uint64_t states;  // lowest | highest live << 32
+  uint64_t ndone;
+};
+// Runs threads [b, e) from `resume` to their next point and stores each
+// one's new state.
+typedef Summary (*LoopFn)(const WiGroup* g, void* slots, void* stage, void* frames, uint32_t* states,
+                          uint32_t b, uint32_t e, uint32_t resume);
+// Generated by runtime/workitem.py (layout mirrored there).
+struct Kernel {
+  LoopFn loop;
+  const Sync* syncs;
+  uint64_t nsyncs;
+  const Uniform* uniforms;
+  const TgAlloc* tg_allocs;
+  uint64_t ntg_allocs;
+  uint64_t slots_size;  // per-thread context arrays (1024 entries each) and simd operands
+  uint64_t stage_size;
+  uint64_t frame_size;  // per-thread copies of the kernel's local arrays live across points
+  uint64_t simd_in_offset, simd_out_offset, simd_arg_offset;
+  uint64_t simd_in_stride, simd_out_stride;  // bytes per thread (every point of the kernel)
+};
+
+// Scratch memory of this worker thread (one block per kernel library).
+static __thread char* t_scratch = nullptr;
+static __thread uint64_t t_scratch_size = 0;
+
+inline char* scratch(uint64_t need) {
+  if (need > t_scratch_size) {
+    if (t_scratch) __builtin_free(reinterpret_cast<void**>(t_scratch)[-1]);
+    t_scratch = nullptr;
+    t_scratch_size = 0;
+    char* raw = static_cast<char*>(__builtin_malloc(need + 128));
+    if (!raw) return nullptr;
+    char* p = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw) + 64 + 63) & ~uintptr_t(63));
+    reinterpret_cast<void**>(p)[-1] = raw;
+    t_scratch = p;
+    t_scratch_size = need;
+  }
+  return t_scratch;
+}
+
+inline uint64_t up64(uint64_t v) { return (v + 63) & ~uint64_t(63); }
+
+// Checks that threads [b, e) agree on the point's uniform values and copies
+// them to the stage block.
+inline bool stage_uniforms(const Kernel* k, const Sync& s, const char* slots, char* stage, uint32_t b,
+                           uint32_t e) {
+  for (uint32_t i = 0; i < s.num_uniform; ++i) {
+    const Uniform& u = k->uniforms[s.first_uniform + i];
+    const char* arr = slots + u.slot_offset;
+    const uint64_t sz = u.size;
+    bool same = true;
+    if (sz == 4) {
+      const uint32_t* a = reinterpret_cast<const uint32_t*>(arr);
+      uint32_t diff = 0;
+      for (uint32_t t = b + 1; t < e; ++t) diff |= a[t] ^ a[b];
+      same = diff == 0;
+    } else if (sz == 8) {
+      const uint64_t* a = reinterpret_cast<const uint64_t*>(arr);
+      uint64_t diff = 0;
+      for (uint32_t t = b + 1; t < e; ++t) diff |= a[t] ^ a[b];
+      same = diff == 0;
+    } else {
+      for (uint32_t t = b + 1; t < e && same; ++t) same = memcmp(arr + t * sz, arr + b * sz, sz) == 0;
+    }
+    if (!same) return false;
+    memcpy(stage + u.stage_offset, arr + b * sz, sz);
+  }
+  return true;
+}
+
+struct GroupState {
+  const Kernel* k;
+  Run* r;
+  const WiGroup* g;
+  char* slots;
+  char* stage;
+  char* frames;
+  uint32_t* st;
+  uint8_t* released;
+  uint32_t n;
+};
+
+inline Summary combine(Summary a, Summary b) {
+  const uint32_t mn = uint32_t(a.states) < uint32_t(b.states) ? uint32_t(a.states) : uint32_t(b.states);
+  const uint32_t la = uint32_t(a.states >> 32), lb = uint32_t(b.states >> 32);
+  return {(uint64_t(la > lb ? la : lb) << 32) | mn, a.ndone + b.ndone};
+}
+
+constexpr Summary kEmpty = {0xffffffffu, 0};
+
+inline Summary summarize(const uint32_t* st, uint32_t n) {
+  uint32_t mn = 0xffffffffu, mx = 0, done = 0;
+  for (uint32_t t = 0; t < n; ++t) {
+    const uint32_t p = st[t];
+    mn = p < mn ? p : mn;
+    const uint32_t live = p == DONE ? 0 : p;
+    mx = live > mx ? live : mx;
+    done += p == DONE;
+  }
+  return {(uint64_t(mx) << 32) | mn, done};
+}
+
+// Runs threads [b, e), all resuming at `resume`.
+inline Summary run_range(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) {
+  const Sync& s = G.k->syncs[resume];
+  G.r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(b));
+  if (s.num_uniform == 0 || stage_uniforms(G.k, s, G.slots, G.stage, b, e))
+    return G.k->loop(G.g, G.slots, G.stage, G.frames, G.st, b, e, resume);
+  // The threads disagree on a value the region code reads once per run:
+  // one thread at a time.
+  Summary mm = kEmpty;
+  for (uint32_t t = b; t < e; ++t) {
+    stage_uniforms(G.k, s, G.slots, G.stage, t, t + 1);
+    G.r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(t));
+    mm = combine(mm, G.k->loop(G.g, G.slots, G.stage, G.frames, G.st, t, t + 1, resume));
+  }
+  return mm;
+}
+
+// Runs the `live` threads whose state is `p` (runs of consecutive ones);
+// every other thread has finished.
+inline Summary run_state(GroupState& G, uint32_t p, uint32_t live) {
+  Summary mm = {DONE, G.n - live};
+  for (uint32_t t = 0; t < G.n && live;) {
+    if (G.st[t] != p) {
+      ++t;
+      continue;
+    }
+    uint32_t e = t + 1;
+    while (e < G.n && G.st[e] == p) ++e;
+    live -= e - t;
+    mm = combine(mm, run_range(G, p, t, e));
+    t = e;
+  }
+  return mm;
+}
+
+// The simd computation of point `id` over the lanes `mask` of simdgroup [lo, hi).
+inline void simd_compute(GroupState& G, uint32_t id, uint32_t lo, uint32_t hi, uint32_t mask) {
+  const Sync& s = G.k->syncs[id];
+  DenseLanes l;
+  l.in = G.slots + G.k->simd_in_offset + uint64_t(lo) * G.k->simd_in_stride;
+  l.out = G.slots + G.k->simd_out_offset + uint64_t(lo) * G.k->simd_out_stride;
+  l.args = reinterpret_cast<const uint32_t*>(G.slots + G.k->simd_arg_offset) + lo;
+  l.in_stride = uint32_t(G.k->simd_in_stride);
+  l.out_stride = uint32_t(G.k->simd_out_stride);
+  l.active_mask = mask;
+  l.count = hi - lo;
+  s.dense(l);
+}
+
+// Lanes of each simdgroup waiting at point `p` run its computation.
+inline void simd_at(GroupState& G, uint32_t p) {
+  for (uint32_t lo = 0; lo < G.n; lo += MK_SIMD_WIDTH) {
+    const uint32_t hi = lo + MK_SIMD_WIDTH < G.n ? lo + MK_SIMD_WIDTH : G.n;
+    uint32_t mask = 0;
+    for (uint32_t t = lo; t < hi; ++t) mask |= uint32_t(G.st[t] == p) << (t - lo);
+    if (mask) simd_compute(G, p, lo, hi, mask);
+  }
+}
+
+}  // namespace wi
+}  // namespace mk
+
+// The work-item entry of a kernel (`__mk_wientry_<n>`, generated) calls this
+// with its descriptor and the kernel's fiber entry point, which takes over
+// when the launch does not fit the work-item layout.
+extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
+    mk::Run* r, const mk::wi::Kernel* k, mk::EntryFn fiber) {
+  using namespace mk;
+  using namespace mk::wi;
+  const Launch* l = r->launch;
+  if (l->nbuffers > MK_WI_MAX_BUFFERS || l->ntg_buffers > 64 || k->ntg_allocs > MK_WI_MAX_TG_ALLOCS ||
+      r->begin != 0) {
+    fiber(r);
+    return;
+  }
+  const u3 gs = r->group_size;
+  const uint32_t n = gs.x * gs.y * gs.z;
+  const uint64_t o_slots = up64(sizeof(WiGroup));
+  const uint64_t o_stage = o_slots + up64(k->slots_size);
+  const uint64_t o_frames = o_stage + up64(k->stage_size);
+  const uint64_t o_states = o_frames + up64(k->frame_size * n);
+  const uint64_t o_released = o_states + up64(4 * uint64_t(n));
+  const uint64_t total = o_released + up64(n);
+  char* mem = scratch(total);
+  if (!mem) {
+    __mk_rt->fail("out of memory for the work-item context of a threadgroup");
+    return;
+  }
+  WiGroup* g = reinterpret_cast<WiGroup*>(mem);
+  const u3 d = l->threads_per_threadgroup;
+  const u3 tg = r->threadgroup_position;
+  g->group_size = gs;
+  g->threadgroup_position = tg;
+  g->base = {tg.x * d.x, tg.y * d.y, tg.z * d.z};
+  g->threads_per_threadgroup = d;
+  g->threadgroups_per_grid = l->threadgroups_per_grid;
+  g->threads_per_grid = l->threads_per_grid;
+  for (uint32_t i = 0; i < l->nbuffers; ++i) g->buffers[i] = l->buffers[i];
+  for (uint32_t i = 0; i < l->ntg_buffers; ++i) g->tg_buffers[i] = r->tg_buffers[i];
+  for (uint64_t i = 0; i < k->ntg_allocs; ++i) {
+    const TgAlloc& a = k->tg_allocs[i];
+    g->tg_allocs[i] = __mk_fiber_tg_alloc(uint32_t(a.slot), a.size, a.align);
+  }
+  GroupState G;
+  G.k = k;
+  G.r = r;
+  G.g = g;
+  G.slots = mem + o_slots;
+  G.stage = mem + o_stage;
+  G.frames = mem + o_frames;
+  G.st = reinterpret_cast<uint32_t*>(mem + o_states);
+  G.released = reinterpret_cast<uint8_t*>(mem + o_released);
+  G.n = n;
+
+  Summary mm = run_range(G, 0, 0, n);
+  for (;;) {
+    const uint32_t mn = uint32_t(mm.states), live_max = uint32_t(mm.states >> 32);
+    if (mn == DONE) return;  // every thread finished
+    if (mn == live_max) {
+      // Every live thread is at the same point (the common case); threads
+      // that returned count as arrived at a barrier, and are inactive lanes
+      // of a simd function. (mn == live_max: every state is mn or DONE.)
+      if (k->syncs[mn].kind == SYNC_SIMD) {
+        if (mm.ndone) {
+          simd_at(G, mn);
+        } else {
+          for (uint32_t lo = 0; lo < n; lo += MK_SIMD_WIDTH) {
+            const uint32_t hi = lo + MK_SIMD_WIDTH < n ? lo + MK_SIMD_WIDTH : n;
+            simd_compute(G, mn, lo, hi, hi - lo == 32 ? 0xffffffffu : (1u << (hi - lo)) - 1);
+          }
+        }
+      }
+      mm = mm.ndone ? run_state(G, mn, n - uint32_t(mm.ndone)) : run_range(G, mn, 0, n);
+      continue;
+    }
+    // Threads at different points. Simdgroup operations first: in each
+    // simdgroup, the lanes at the lowest waiting point are the active ones.
+    bool any = false;
+    memset(G.released, 0, n);
+    for (uint32_t lo = 0; lo < n; lo += MK_SIMD_WIDTH) {
+      const uint32_t hi = lo + MK_SIMD_WIDTH < n ? lo + MK_SIMD_WIDTH : n;
+      uint32_t best = DONE;
+      for (uint32_t t = lo; t < hi; ++t) {
+        const uint32_t p = G.st[t];
+        if (p != DONE && k->syncs[p].kind == SYNC_SIMD && p < best) best = p;
+      }
+      if (best == DONE) continue;
+      uint32_t mask = 0;
+      for (uint32_t t = lo; t < hi; ++t) {
+        if (G.st[t] == best) {
+          mask |= 1u << (t - lo);
+          G.released[t] = 1;
+        }
+      }
+      simd_compute(G, best, lo, hi, mask);
+      any = true;
+    }
+    if (!any) {
+      // Every live thread waits at a barrier (not necessarily the same
+      // one): release them all.
+      for (uint32_t t = 0; t < n; ++t) G.released[t] = G.st[t] != DONE;
+    }
+    // Run the released threads: runs of consecutive threads at the same point.
+    for (uint32_t t = 0; t < n;) {
+      if (!G.released[t]) {
+        ++t;
+        continue;
+      }
+      const uint32_t p = G.st[t];
+      uint32_t e = t + 1;
+      while (e < n && G.released[e] && G.st[e] == p) ++e;
+      run_range(G, p, t, e);
+      t = e;
+    }
+    mm = summarize(G.st, n);
+  }
+}
+#endif  // MK_WORKITEM
