@@ -336,7 +336,9 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
 # Words that can reach a synchronising call (barriers, simd/quad functions,
 # simdgroup matrices). A library without any of them runs every kernel in
 # direct mode and skips the work-item build.
-_SYNC_WORDS = re.compile(r"\b(threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|simdgroup_multiply\w*)\b")
+# (`simdgroup_\w+` also catches simdgroup_load/store, which ask the runtime for
+# the lane: such kernels must not take the bookkeeping-free direct loop.)
+_SYNC_WORDS = re.compile(r"\b(threadgroup_barrier|simdgroup_\w+|simd_\w+|quad_\w+)\b")
 
 
 def workitem_enabled() -> bool:

@@ -127,7 +127,8 @@ class Kernel:
     @property
     def execution_mode(self) -> str:
         """How a threadgroup runs: "direct" (a plain loop over the threads:
-        the kernel never synchronises), "workitem-loops" (barriers and simd
+        the kernel never synchronises; "direct-tracked" when it still asks
+        which lane it is, e.g. simdgroup_load), "workitem-loops" (barriers and simd
         functions compiled into loops over the threads between them) or
         "fibers" (a fiber per thread; what the work-item compiler does not
         handle, or METAL_KERNEL_WORKITEM_LOOPS=0)."""
@@ -326,11 +327,11 @@ class Kernel:
         rc = runtime().mkrt_dispatch(self._fn, ctypes.byref(launch), ctypes.byref(err))
         if rc != 0:
             if self._fiber_fn is not None:
-                # Work-item loops run many threads per loop iteration and
-                # cannot tell which one faulted: the dispatch failed anyway
-                # (its outputs are undefined), so replay it on fibers, which
-                # name the thread exactly; keep the first error if the
-                # replay does not fail.
+                # Work-item loops and direct loops run without per-thread
+                # bookkeeping and cannot tell which thread faulted: the
+                # dispatch failed anyway (its outputs are undefined), so
+                # replay it with the tracked entry, which names the thread
+                # exactly; keep the first error if the replay does not fail.
                 err2 = ErrorInfo()
                 if runtime().mkrt_dispatch(self._fiber_fn, ctypes.byref(launch), ctypes.byref(err2)) != 0:
                     err = err2
@@ -383,10 +384,13 @@ class Library:
         self._kernels: dict[str, Kernel] = {}
         for e in compiled.kernels:
             fn = ctypes.cast(getattr(self._lib, f"__mk_entry_{e.symbol}"), ctypes.c_void_p).value
-            fiber_fn = None
+            fiber_fn = None  # the tracked entry, replayed after a fault to name the thread
             if e.mode == "workitem-loops":
                 fiber_fn = fn
                 fn = ctypes.cast(getattr(self._lib, f"__mk_wientry_{e.symbol}"), ctypes.c_void_p).value
+            elif e.mode == "direct":
+                fiber_fn = fn
+                fn = ctypes.cast(getattr(self._lib, f"__mk_fast_{e.symbol}"), ctypes.c_void_p).value
             npairs = ctypes.c_uint64.in_dll(self._lib, f"__mk_sizes_{e.symbol}").value
             arr = (ctypes.c_uint64 * (1 + 2 * npairs)).in_dll(self._lib, f"__mk_sizes_{e.symbol}")
             sizes = {int(arr[1 + 2 * k]): int(arr[2 + 2 * k]) for k in range(npairs)}

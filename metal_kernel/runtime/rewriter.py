@@ -784,6 +784,13 @@ class Rewriter:
             f" __attribute__((always_inline)) {{ (void)r; (void)t; [[clang::always_inline]] {callee}("
             + ", ".join(args)
             + "); }); }"
+            # The same without per-thread bookkeeping, used when the kernel
+            # turns out never to synchronise (mode "direct").
+            f' extern "C" __attribute__((visibility("default"))) void __mk_fast_{sym}(::mk::Run* r)'
+            f" {{ ::mk::run_threads_fast(r, [](::mk::Run* r, const ::mk::ThreadIds& t)"
+            f" __attribute__((always_inline)) {{ (void)r; (void)t; [[clang::always_inline]] {callee}("
+            + ", ".join(args)
+            + "); }); }"
             f' extern "C" __attribute__((visibility("default"))) const unsigned long long'
             f" __mk_sizes_{sym}[] = {{ {', '.join(sizes)} }};"
         )

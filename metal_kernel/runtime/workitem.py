@@ -353,8 +353,9 @@ class Module:
                 out.add(_name(tok))
         return out
 
-    def sync_functions(self) -> set[str]:
-        """Defined functions that may reach a synchronising marker."""
+    def sync_functions(self, markers=SYNC_MARKERS) -> set[str]:
+        """Defined functions that may reach one of `markers` (by default the
+        synchronising ones)."""
         refs = {f: self.globals_referenced(f) for f in self.functions}
         sync = set()
         changed = True
@@ -363,7 +364,7 @@ class Module:
             for f, r in refs.items():
                 if f in sync or f.startswith(FIBER_PREFIX):
                     continue
-                if any(m in r for m in SYNC_MARKERS) or (r & sync):
+                if any(m in r for m in markers) or (r & sync):
                     sync.add(f)
                     changed = True
         return sync
@@ -1698,6 +1699,10 @@ def transform(text: str, symbols: list[int], debug: bool = False) -> Result:
     "direct" (never synchronises)."""
     mod = Module(text)
     sync_funcs = mod.sync_functions()
+    # Functions that ask the runtime which thread is running (simdgroup
+    # matrix loads/stores ask for the lane): such a kernel never
+    # synchronises but needs the tracked loop, "direct-tracked".
+    lane_funcs = mod.sync_functions((THREAD_INDEX,))
     modes: dict[int, str] = {}
     reasons: dict[int, str] = {}
     force_inline: set[str] = set()
@@ -1718,7 +1723,9 @@ def transform(text: str, symbols: list[int], debug: bool = False) -> Result:
         try:
             pt.parse()
             if not pt.synchronises():
-                modes[sym] = "direct"
+                asks_lane = THREAD_INDEX in mod.globals_referenced(fname) or \
+                    bool(mod.globals_referenced(fname) & lane_funcs)
+                modes[sym] = "direct-tracked" if asks_lane else "direct"
                 continue
             pt.check_and_classify_calls()
             pt.lower_markers()

@@ -83,6 +83,8 @@ def lane_coords(lane):
 
 
 def test_thread_elements_follow_apple_lane_layout(lib):
+    # No synchronisation, but loads ask which lane runs: the tracked loop.
+    assert lib.layout.execution_mode == "direct-tracked"
     src = torch.arange(64, dtype=torch.float32)
     out = torch.full((32, 2), float("nan"))
     lib.layout(src, out, threads=32)

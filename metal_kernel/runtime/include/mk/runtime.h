@@ -113,8 +113,13 @@ inline uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 // the kernel is inlined into the innermost loop and the loop vectorises.
 // When a thread calls a synchronising function the runtime moves the group
 // onto fibers and sets `upgraded`; this loop then stops after that thread.
-template <class Body>
-__attribute__((always_inline)) inline void run_threads(Run* r, Body body) {
+//
+// Track = false is the loop for kernels the compiler proved never
+// synchronise ("direct" mode): no bookkeeping per thread, so clang
+// vectorises it. A fault there is replayed with Track = true to name the
+// thread (library.py).
+template <bool Track, class Body>
+__attribute__((always_inline)) inline void run_threads_impl(Run* r, Body body) {
   const Launch* l = r->launch;
   const u3 dtg = l->threads_per_threadgroup;
   const u3 gs = r->group_size;
@@ -136,12 +141,24 @@ __attribute__((always_inline)) inline void run_threads(Run* r, Body body) {
       t.thread_position_in_threadgroup = {x, y, z};
       t.thread_position_in_grid = {base.x + x, base.y + y, base.z + z};
       t.thread_index_in_threadgroup = row + x;
-      r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(row + x));
+      if constexpr (Track) r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(row + x));
       body(r, t);
-      if (__builtin_expect(r->upgraded != nullptr, 0)) return;
+      if constexpr (Track) {
+        if (__builtin_expect(r->upgraded != nullptr, 0)) return;
+      }
     }
     lin = row + x1;
   }
+}
+
+template <class Body>
+__attribute__((always_inline)) inline void run_threads(Run* r, Body body) {
+  run_threads_impl<true>(r, body);
+}
+
+template <class Body>
+__attribute__((always_inline)) inline void run_threads_fast(Run* r, Body body) {
+  run_threads_impl<false>(r, body);
 }
 
 // Threadgroup memory declared in a kernel body (`threadgroup float s[256];`
