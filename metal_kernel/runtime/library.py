@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from .compiler import CompiledLibrary, CompileOptions, compile_library
 from .errors import KernelError
-from .native import ErrorInfo, Launch, U3, load_kernel_library, runtime
+from .native import DISPATCH_NEVER_SYNCS, ErrorInfo, Launch, U3, load_kernel_library, runtime
 from .rewriter import KernelEntry
 
 MAX_THREADS_PER_THREADGROUP = 1024
@@ -324,7 +324,8 @@ class Kernel:
             ctypes.cast(tgs, ctypes.POINTER(ctypes.c_uint32)),
         )
         err = ErrorInfo()
-        rc = runtime().mkrt_dispatch(self._fn, ctypes.byref(launch), ctypes.byref(err))
+        flags = DISPATCH_NEVER_SYNCS if self._entry.mode == "direct" else 0
+        rc = runtime().mkrt_dispatch(self._fn, ctypes.byref(launch), ctypes.byref(err), flags)
         if rc != 0:
             if self._fiber_fn is not None:
                 # Work-item loops and direct loops run without per-thread
@@ -333,7 +334,7 @@ class Kernel:
                 # replay it with the tracked entry, which names the thread
                 # exactly; keep the first error if the replay does not fail.
                 err2 = ErrorInfo()
-                if runtime().mkrt_dispatch(self._fiber_fn, ctypes.byref(launch), ctypes.byref(err2)) != 0:
+                if runtime().mkrt_dispatch(self._fiber_fn, ctypes.byref(launch), ctypes.byref(err2), 0) != 0:
                     err = err2
             raise self._error(err, b)
 

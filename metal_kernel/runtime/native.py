@@ -10,6 +10,7 @@ import threading
 from .compiler import build_runtime_library
 
 ABI_VERSION = 1
+DISPATCH_NEVER_SYNCS = 1  # MK_DISPATCH_NEVER_SYNCS in abi.h
 
 
 class U3(ctypes.Structure):
@@ -53,7 +54,8 @@ def runtime() -> ctypes.CDLL:
         lib.mkrt_api.restype = ctypes.c_void_p
         lib.mkrt_init.argtypes = [ctypes.c_int]
         lib.mkrt_init.restype = ctypes.c_int
-        lib.mkrt_dispatch.argtypes = [ctypes.c_void_p, ctypes.POINTER(Launch), ctypes.POINTER(ErrorInfo)]
+        lib.mkrt_dispatch.argtypes = [ctypes.c_void_p, ctypes.POINTER(Launch), ctypes.POINTER(ErrorInfo),
+                                      ctypes.c_uint32]
         lib.mkrt_dispatch.restype = ctypes.c_int
         nthreads = int(os.environ.get("METAL_KERNEL_NUM_THREADS", "0") or 0)
         lib.mkrt_init(nthreads)

@@ -166,6 +166,7 @@ struct Worker {
   sigjmp_buf abort_jmp;
   volatile sig_atomic_t in_kernel = 0;
   Dispatch* dispatch = nullptr;
+  uint32_t flags = 0;  // of the current dispatch
 
   // The threadgroup being run.
   EntryFn entry = nullptr;
@@ -455,6 +456,12 @@ void run_group(Worker* w, uint64_t index) {
   r.current = nullptr;
   r.upgraded = nullptr;
   r.tg_buffers = w->tg_buffers;
+  if (w->flags & MK_DISPATCH_NEVER_SYNCS) {
+    // A kernel proved never to synchronise needs no fiber: run its loop on
+    // this stack (a fault still unwinds to work()'s sigsetjmp).
+    w->entry(&r);
+    return;
+  }
   make_context(&w->direct_ctx, w->stack(0), fiber_main, w, &r);
   switch_context(&w->sched, &w->direct_ctx);
   if (w->fiber_mode) {
@@ -469,6 +476,8 @@ struct Dispatch {
   EntryFn entry;
   const Launch* launch;
   uint64_t ngroups;
+  uint32_t flags;   // MK_DISPATCH_*
+  uint64_t chunk;   // groups taken per atomic increment
   uint64_t next;    // next group index (atomic)
   int failed;       // set once (atomic)
   ErrorInfo* error;
@@ -584,17 +593,19 @@ Pool* g_pool = nullptr;
 
 void work(Worker* w, Dispatch* d) {
   w->dispatch = d;
+  w->flags = d->flags;
   w->entry = d->entry;
   w->launch = d->launch;
   for (;;) {
     if (__atomic_load_n(&d->failed, __ATOMIC_RELAXED)) break;
-    const uint64_t g = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED);
-    if (g >= d->ngroups) break;
+    const uint64_t first = __atomic_fetch_add(&d->next, d->chunk, __ATOMIC_RELAXED);
+    if (first >= d->ngroups) break;
+    const uint64_t last = first + d->chunk < d->ngroups ? first + d->chunk : d->ngroups;
     // No signal mask saved here (that is a system call per group); the
     // abort path unblocks the fault signals itself.
     if (sigsetjmp(w->abort_jmp, 0) == 0) {
       w->in_kernel = 1;
-      run_group(w, g);
+      for (uint64_t g = first; g < last; ++g) run_group(w, g);
       w->in_kernel = 0;
     } else {
       w->in_kernel = 0;
@@ -669,7 +680,7 @@ __attribute__((visibility("default"))) int mkrt_init(int nthreads) {
 
 // Runs one dispatch to completion. Returns 0, or 1 with `error` filled.
 __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const Launch* launch,
-                                                         ErrorInfo* error) {
+                                                         ErrorInfo* error, uint32_t flags) {
   if (!g_pool) mkrt_init(0);
   memset(error, 0, sizeof *error);
   const uint64_t ngroups = uint64_t(launch->threadgroups_per_grid.x) *
@@ -681,6 +692,11 @@ __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const La
   d.entry = entry;
   d.launch = launch;
   d.ngroups = ngroups;
+  d.flags = flags;
+  // Several groups per atomic increment when there are many (less traffic
+  // on the shared counter), still ~64 chunks per worker for balance.
+  d.chunk = ngroups / (uint64_t(g_pool->nthreads) * 64);
+  if (d.chunk < 1) d.chunk = 1;
   d.next = 0;
   d.failed = 0;
   d.error = error;

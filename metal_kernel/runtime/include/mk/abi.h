@@ -12,6 +12,9 @@
 #define MK_MAX_TG_MEMORY 32768
 #define MK_MAX_TG_SLOTS 256
 
+// mkrt_dispatch flags
+#define MK_DISPATCH_NEVER_SYNCS 1u  // the entry never synchronises: no fiber per group
+
 namespace mk {
 
 struct u3 {
