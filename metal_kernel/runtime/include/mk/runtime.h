@@ -67,10 +67,9 @@ constexpr uint64_t needed_bytes() {
   }
 }
 
-// Binds buffer `i` to a parameter of type P (pointer, reference or value).
+// A parameter of type P (pointer, reference or value) bound to the bytes at p.
 template <class P>
-__attribute__((always_inline)) inline P buffer_arg(const Launch* l, uint32_t i) {
-  void* p = l->buffers[i];
+__attribute__((always_inline)) inline P bind_address(void* p) {
   if constexpr (std::is_reference_v<P>) {
     return *reinterpret_cast<std::remove_reference_t<P>*>(p);
   } else if constexpr (std::is_pointer_v<P>) {
@@ -78,6 +77,12 @@ __attribute__((always_inline)) inline P buffer_arg(const Launch* l, uint32_t i) 
   } else {
     return *reinterpret_cast<const P*>(p);
   }
+}
+
+// Binds buffer `i` to a parameter of type P.
+template <class P>
+__attribute__((always_inline)) inline P buffer_arg(const Launch* l, uint32_t i) {
+  return bind_address<P>(l->buffers[i]);
 }
 
 template <class P>

@@ -101,14 +101,7 @@ static_assert(sizeof(WiGroup) == 1616, "mirrored in runtime/workitem.py");
 
 template <class P>
 __attribute__((always_inline)) inline P buffer_arg(const WiGroup* g, uint32_t i) {
-  void* p = g->buffers[i];
-  if constexpr (std::is_reference_v<P>) {
-    return *reinterpret_cast<std::remove_reference_t<P>*>(p);
-  } else if constexpr (std::is_pointer_v<P>) {
-    return reinterpret_cast<P>(p);
-  } else {
-    return *reinterpret_cast<const P*>(p);
-  }
+  return bind_address<P>(g->buffers[i]);
 }
 
 template <class P>
