@@ -515,6 +515,8 @@ class PerThread:
         self.tg_allocs: list[tuple[int, int, int]] = []
         self.syncs: list[SyncPoint] = []
         self._tmp = 0
+        self.ai_group: str | None = None    # attributes of the step functions
+        self.loop_group: str | None = None  # and of the loop function
 
     def tmp(self, prefix: str) -> str:
         self._tmp += 1
@@ -1515,6 +1517,10 @@ class PerThread:
             out.append(f"%mk.frame.{n} = type {{ {', '.join(pf)} }}")
         return out
 
+    def chunked(self) -> bool:
+        """Rows of the region loops end at simdgroup boundaries."""
+        return any(sp.kind == "simd" for sp in self.syncs)
+
     def loop_text(self) -> list[str]:
         """loop(g, slots, stage, frames, states, b, e, resume): threads
         [b, e) in rows of x (x innermost, so ids stay affine), each from
@@ -1522,7 +1528,8 @@ class PerThread:
         (mk/workitem.h: lowest state, highest state other than DONE, number
         of threads DONE)."""
         n = self.sym
-        attr = f" #{self.attr_group}" if self.attr_group else ""
+        group = self.loop_group or self.attr_group
+        attr = f" #{group}" if group else ""
         out = [
             f"define internal {{ i64, i64 }} @__mk_wiloop_{n}(ptr noalias readonly dereferenceable({WIGROUP_SIZE}) align 8 %g, "
             f"ptr noalias %slots, ptr noalias %stage, "
@@ -1536,23 +1543,28 @@ class PerThread:
         for k in range(len(self.syncs) + 1):
             out.append(f"    i32 {k}, label %L{k}.pre")
         out.append("  ]")
-        chunk = any(sp.kind == "simd" for sp in self.syncs)
+        chunk = self.chunked()
         for k in range(len(self.syncs) + 1):
             out += [
+                # (x, y, z) of the first thread, then stepped row by row
+                # (no division per row)
                 f"L{k}.pre:",
+                f"  %bx{k} = urem i32 %b, %gsx",
+                f"  %byz{k} = udiv i32 %b, %gsx",
+                f"  %by{k} = urem i32 %byz{k}, %gsy",
+                f"  %bz{k} = udiv i32 %byz{k}, %gsy",
                 f"  br label %L{k}.outer",
                 f"L{k}.outer:",
                 f"  %lin{k} = phi i32 [ %b, %L{k}.pre ], [ %next{k}, %L{k}.sumx ]",
+                f"  %x0.{k} = phi i32 [ %bx{k}, %L{k}.pre ], [ %nx{k}, %L{k}.sumx ]",
+                f"  %y{k} = phi i32 [ %by{k}, %L{k}.pre ], [ %ny{k}, %L{k}.sumx ]",
+                f"  %z{k} = phi i32 [ %bz{k}, %L{k}.pre ], [ %nz{k}, %L{k}.sumx ]",
                 f"  %mn{k} = phi i32 [ -1, %L{k}.pre ], [ %smn2.{k}, %L{k}.sumx ]",
                 f"  %mx{k} = phi i32 [ 0, %L{k}.pre ], [ %smx2.{k}, %L{k}.sumx ]",
                 f"  %dn{k} = phi i32 [ 0, %L{k}.pre ], [ %sdn2.{k}, %L{k}.sumx ]",
                 f"  %more{k} = icmp ult i32 %lin{k}, %e",
                 f"  br i1 %more{k}, label %L{k}.row, label %L{k}.end",
                 f"L{k}.row:",
-                f"  %x0.{k} = urem i32 %lin{k}, %gsx",
-                f"  %yz{k} = udiv i32 %lin{k}, %gsx",
-                f"  %y{k} = urem i32 %yz{k}, %gsy",
-                f"  %z{k} = udiv i32 %yz{k}, %gsy",
                 f"  %row{k} = sub i32 %lin{k}, %x0.{k}",
                 f"  %left{k} = sub i32 %e, %row{k}",
                 f"  %x1.{k} = call i32 @llvm.umin.i32(i32 %left{k}, i32 %gsx)" if not chunk else
@@ -1620,6 +1632,16 @@ class PerThread:
                 ]
             out += [
                 f"  %next{k} = add i32 %row{k}, %x1.{k}",
+                # the next row starts at x1, or at the start of the next y (z)
+                f"  %wrap{k} = icmp eq i32 %x1.{k}, %gsx",
+                f"  %nx{k} = select i1 %wrap{k}, i32 0, i32 %x1.{k}",
+                f"  %y1.{k} = add i32 %y{k}, 1",
+                f"  %ywrap{k} = icmp eq i32 %y1.{k}, %gsy",
+                f"  %yw{k} = select i1 %ywrap{k}, i32 0, i32 %y1.{k}",
+                f"  %z1.{k} = add i32 %z{k}, 1",
+                f"  %zw{k} = select i1 %ywrap{k}, i32 %z1.{k}, i32 %z{k}",
+                f"  %ny{k} = select i1 %wrap{k}, i32 %yw{k}, i32 %y{k}",
+                f"  %nz{k} = select i1 %wrap{k}, i32 %zw{k}, i32 %z{k}",
                 f"  br label %L{k}.outer",
                 f"L{k}.end:",
                 f"  %mnz{k} = zext i32 %mn{k} to i64",
@@ -1693,6 +1715,20 @@ class PerThread:
 
 # --------------------------------------------------------------- module --
 
+def _no_scatter(body: str) -> str:
+    """The attributes of a loop function: those of the kernel, preferring
+    no scatter. In a region loop the vectoriser turns a store to a
+    thread-uniform address under a per-thread condition (`if (lane == 0)
+    partials[sg] = s;`) into a masked scatter per vector of threads, which
+    costs ~20 cycles even with one lane set (Zen 4/5); stores it cannot
+    vectorise otherwise are predicated per lane instead."""
+    if "-prefer-no-scatter" in body:
+        return body.replace("-prefer-no-scatter", "+prefer-no-scatter")
+    if "prefer-no-scatter" in body:
+        return body
+    return re.sub(r'"target-features"="', '"target-features"="+prefer-no-scatter,', body, count=1)
+
+
 def transform(text: str, symbols: list[int], debug: bool = False) -> Result:
     """Cuts every per-thread function of `text` that it can. Returns the new
     module text and, per kernel symbol, "workitem-loops", "fibers" or
@@ -1710,6 +1746,7 @@ def transform(text: str, symbols: list[int], debug: bool = False) -> Result:
     type_lines: list[str] = []
     remove: list[str] = []
     ai_groups: dict[str, str] = {}
+    loop_groups: dict[str, str] = {}
     new_attr_lines: list[str] = []
     next_group = max([int(k) for k in mod.attr_groups] + [0]) + 1
     for sym in symbols:
@@ -1743,6 +1780,11 @@ def transform(text: str, symbols: list[int], debug: bool = False) -> Result:
                 new_attr_lines.append(f"attributes #{next_group} = {{ alwaysinline {body.strip()} }}")
                 next_group += 1
             pt.ai_group = ai_groups.get(g) if g else None
+            if g and g not in loop_groups and g in mod.attr_groups:
+                loop_groups[g] = str(next_group)
+                new_attr_lines.append(f"attributes #{next_group} = {{ {_no_scatter(mod.attr_groups[g]).strip()} }}")
+                next_group += 1
+            pt.loop_group = loop_groups.get(g) if g else None
             steps = pt.emit()
             gen = pt.types_text(), steps + pt.loop_text() + pt.descriptor_text()
         except Unsupported as e:

@@ -58,6 +58,10 @@ struct DenseLanes {
   uint32_t in_stride, out_stride;
   uint32_t active_mask;
   uint32_t count;
+  // `groups` consecutive simdgroups with every lane active, described from
+  // the first one's arrays (the driver asks for more than 1 only for the
+  // reductions, which handle it: reduce_segments). Otherwise 1.
+  uint32_t groups;
 };
 
 __attribute__((always_inline)) inline bool lane_active(const SimdLanes& l, uint32_t i) {
@@ -117,7 +121,7 @@ __attribute__((always_inline)) inline bool segment_full(const DenseLanes& l, uin
 // segment is reduced pairwise (as GPUs do; the order is unspecified in
 // Metal), a partial one lane by lane.
 template <class T, class L, class Op>
-inline void reduce_segments(const L& l, uint32_t width, Op op) {
+inline void reduce_segments_one(const L& l, uint32_t width, Op op) {
   for (uint32_t s = 0; s < MK_SIMD_WIDTH; s += width) {
     if (segment_full(l, s, width)) {
       T v[MK_SIMD_WIDTH];
@@ -136,6 +140,45 @@ inline void reduce_segments(const L& l, uint32_t width, Op op) {
     }
     for (uint32_t i = s; i < s + width; ++i)
       if (lane_active(l, i)) lane_out<T>(l, i) = acc;
+  }
+}
+
+template <class T, class Op>
+inline void reduce_segments(const SimdLanes& l, uint32_t width, Op op) {
+  reduce_segments_one<T>(l, width, op);
+}
+
+// Work-item loops: `l.groups` full simdgroups in one call. With operands and
+// results packed (stride sizeof(T), the common case) the segments are
+// reduced straight from the arrays in a loop that vectorises, in the same
+// pairwise order as above: bit for bit the results of one call per group.
+template <class T, class Op>
+inline void reduce_segments(const DenseLanes& l, uint32_t width, Op op) {
+  const bool packed = l.in_stride == sizeof(T) && l.out_stride == sizeof(T);
+  if (l.groups <= 1 && !(packed && l.active_mask == 0xffffffffu)) {
+    reduce_segments_one<T>(l, width, op);
+    return;
+  }
+  if (packed) {
+    const T* in = reinterpret_cast<const T*>(l.in);
+    T* out = reinterpret_cast<T*>(l.out);
+    const uint32_t total = l.groups * MK_SIMD_WIDTH;
+    for (uint32_t s = 0; s < total; s += width) {
+      T v[MK_SIMD_WIDTH];
+      for (uint32_t i = 0; i < width; ++i) v[i] = in[s + i];
+      for (uint32_t h = width / 2; h > 0; h >>= 1)
+        for (uint32_t i = 0; i < h; ++i) v[i] = T(op(v[i], v[i + h]));
+      for (uint32_t i = 0; i < width; ++i) out[s + i] = v[0];
+    }
+    return;
+  }
+  for (uint32_t gi = 0; gi < l.groups; ++gi) {
+    DenseLanes one = l;
+    one.in = l.in + uint64_t(gi) * MK_SIMD_WIDTH * l.in_stride;
+    one.out = l.out + uint64_t(gi) * MK_SIMD_WIDTH * l.out_stride;
+    one.args = l.args + gi * MK_SIMD_WIDTH;
+    one.groups = 1;
+    reduce_segments_one<T>(one, width, op);
   }
 }
 

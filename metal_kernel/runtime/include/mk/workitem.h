@@ -270,20 +270,42 @@ inline Summary run_range(GroupState& G, uint32_t resume, uint32_t b, uint32_t e)
   return mm;
 }
 
-// Runs the `live` threads whose state is `p` (runs of consecutive ones);
-// every other thread has finished.
-inline Summary run_state(GroupState& G, uint32_t p, uint32_t live) {
-  Summary mm = {DONE, G.n - live};
-  for (uint32_t t = 0; t < G.n && live;) {
-    if (G.st[t] != p) {
-      ++t;
-      continue;
+// Bit t % 32 of masks[t / 32]: thread t is at point `p`.
+inline void state_masks(const GroupState& G, uint32_t p, uint32_t* masks) {
+  for (uint32_t lo = 0; lo < G.n; lo += MK_SIMD_WIDTH) {
+    const uint32_t hi = lo + MK_SIMD_WIDTH < G.n ? lo + MK_SIMD_WIDTH : G.n;
+    uint32_t mask = 0;
+    if (hi - lo == MK_SIMD_WIDTH) {  // a fixed trip count: one vector compare
+      for (uint32_t i = 0; i < MK_SIMD_WIDTH; ++i) mask |= uint32_t(G.st[lo + i] == p) << i;
+    } else {
+      for (uint32_t t = lo; t < hi; ++t) mask |= uint32_t(G.st[t] == p) << (t - lo);
     }
-    uint32_t e = t + 1;
-    while (e < G.n && G.st[e] == p) ++e;
-    live -= e - t;
+    masks[lo / MK_SIMD_WIDTH] = mask;
+  }
+}
+
+// The first thread from `t` on whose bit is `set` (G.n if none).
+inline uint32_t next_bit(const GroupState& G, const uint32_t* masks, uint32_t t, bool set) {
+  const uint32_t words = (G.n + MK_SIMD_WIDTH - 1) / MK_SIMD_WIDTH;
+  for (uint32_t w = t / MK_SIMD_WIDTH; w < words; ++w) {
+    uint32_t v = set ? masks[w] : ~masks[w];
+    if (w == t / MK_SIMD_WIDTH) v &= ~0u << (t % MK_SIMD_WIDTH);
+    if (v) {
+      const uint32_t r = w * MK_SIMD_WIDTH + uint32_t(__builtin_ctz(v));
+      return r < G.n ? r : G.n;
+    }
+  }
+  return G.n;
+}
+
+// Runs the `live` threads whose state is `p` (`masks`, from state_masks),
+// in runs of consecutive ones; every other thread has finished.
+inline Summary run_state(GroupState& G, uint32_t p, uint32_t live, const uint32_t* masks) {
+  Summary mm = {DONE, G.n - live};
+  for (uint32_t t = next_bit(G, masks, 0, true); t < G.n;) {
+    const uint32_t e = next_bit(G, masks, t, false);
     mm = combine(mm, run_range(G, p, t, e));
-    t = e;
+    t = e < G.n ? next_bit(G, masks, e, true) : G.n;
   }
   return mm;
 }
@@ -299,15 +321,44 @@ inline void simd_compute(GroupState& G, uint32_t id, uint32_t lo, uint32_t hi, u
   l.out_stride = uint32_t(G.k->simd_out_stride);
   l.active_mask = mask;
   l.count = hi - lo;
+  l.groups = 1;
   s.dense(l);
 }
 
-// Lanes of each simdgroup waiting at point `p` run its computation.
-inline void simd_at(GroupState& G, uint32_t p) {
+// Reductions take several full simdgroups in one call (mk/simd.h).
+inline bool simd_multi(uint32_t op) {
+  return (op >= SIMD_SUM && op <= SIMD_XOR) || op == SIMD_ANY || op == SIMD_ALL;
+}
+
+// Every thread of the group waits at simd point `id`, none has finished.
+inline void simd_all(GroupState& G, uint32_t id) {
+  const Sync& s = G.k->syncs[id];
+  const uint32_t full = G.n / MK_SIMD_WIDTH;
+  uint32_t lo = 0;
+  if (full > 1 && simd_multi(s.op)) {
+    DenseLanes l;
+    l.in = G.slots + G.k->simd_in_offset;
+    l.out = G.slots + G.k->simd_out_offset;
+    l.args = reinterpret_cast<const uint32_t*>(G.slots + G.k->simd_arg_offset);
+    l.in_stride = uint32_t(G.k->simd_in_stride);
+    l.out_stride = uint32_t(G.k->simd_out_stride);
+    l.active_mask = 0xffffffffu;
+    l.count = MK_SIMD_WIDTH;
+    l.groups = full;
+    s.dense(l);
+    lo = full * MK_SIMD_WIDTH;
+  }
+  for (; lo < G.n; lo += MK_SIMD_WIDTH) {
+    const uint32_t hi = lo + MK_SIMD_WIDTH < G.n ? lo + MK_SIMD_WIDTH : G.n;
+    simd_compute(G, id, lo, hi, hi - lo == 32 ? 0xffffffffu : (1u << (hi - lo)) - 1);
+  }
+}
+
+// Lanes of each simdgroup waiting at point `p` (`masks`) run its computation.
+inline void simd_at(GroupState& G, uint32_t p, const uint32_t* masks) {
   for (uint32_t lo = 0; lo < G.n; lo += MK_SIMD_WIDTH) {
     const uint32_t hi = lo + MK_SIMD_WIDTH < G.n ? lo + MK_SIMD_WIDTH : G.n;
-    uint32_t mask = 0;
-    for (uint32_t t = lo; t < hi; ++t) mask |= uint32_t(G.st[t] == p) << (t - lo);
+    const uint32_t mask = masks[lo / MK_SIMD_WIDTH];
     if (mask) simd_compute(G, p, lo, hi, mask);
   }
 }
@@ -375,17 +426,15 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
       // Every live thread is at the same point (the common case); threads
       // that returned count as arrived at a barrier, and are inactive lanes
       // of a simd function. (mn == live_max: every state is mn or DONE.)
-      if (k->syncs[mn].kind == SYNC_SIMD) {
-        if (mm.ndone) {
-          simd_at(G, mn);
-        } else {
-          for (uint32_t lo = 0; lo < n; lo += MK_SIMD_WIDTH) {
-            const uint32_t hi = lo + MK_SIMD_WIDTH < n ? lo + MK_SIMD_WIDTH : n;
-            simd_compute(G, mn, lo, hi, hi - lo == 32 ? 0xffffffffu : (1u << (hi - lo)) - 1);
-          }
-        }
+      if (!mm.ndone) {
+        if (k->syncs[mn].kind == SYNC_SIMD) simd_all(G, mn);
+        mm = run_range(G, mn, 0, n);
+        continue;
       }
-      mm = mm.ndone ? run_state(G, mn, n - uint32_t(mm.ndone)) : run_range(G, mn, 0, n);
+      uint32_t masks[MK_MAX_THREADS_PER_GROUP / MK_SIMD_WIDTH];
+      state_masks(G, mn, masks);
+      if (k->syncs[mn].kind == SYNC_SIMD) simd_at(G, mn, masks);
+      mm = run_state(G, mn, n - uint32_t(mm.ndone), masks);
       continue;
     }
     // Threads at different points. Simdgroup operations first: in each
