@@ -36,12 +36,21 @@
 // without it the optimiser duplicates barrier calls into branches. These
 // bodies then get other names, and runtime/workitem.py makes the marker
 // names aliases of them once the per-thread functions are cut.
-#ifdef MK_WORKITEM
+//
+// Builds without the transform (fiber mode) need the same protection: the
+// optimiser could otherwise duplicate a simd call into both arms of a branch
+// (`simd_sum(lane < n ? a : 0)`), and the scheduler would see two call sites
+// and split the lanes. So the bodies have the `__mk_fiber_` names there too,
+// and the marker names are bound to them by assembler aliases, which the
+// optimiser cannot look through.
 #define MK_MARKER(name) __mk_fiber_##name
 #define MK_MARKER_ATTRS used, noinline, visibility("hidden")
-#else
-#define MK_MARKER(name) __mk_##name
-#define MK_MARKER_ATTRS noinline, visibility("hidden")
+#ifndef MK_WORKITEM
+#define MK_MARKER_ALIAS(name) \
+  ".globl __mk_" #name "\n.hidden __mk_" #name "\n.set __mk_" #name ", __mk_fiber_" #name "\n"
+asm(MK_MARKER_ALIAS(sync_barrier) MK_MARKER_ALIAS(sync_simd) MK_MARKER_ALIAS(thread_index)
+        MK_MARKER_ALIAS(tg_alloc));
+#undef MK_MARKER_ALIAS
 #endif
 
 extern "C" {
