@@ -140,7 +140,17 @@ def cache_clear():
 def _mount_optional():
     try:
         from .aten.cli import aten
-    except ImportError:
+    except ImportError as e:
+        missing = str(e)
+
+        @main.command("aten", context_settings={"ignore_unknown_options": True})
+        @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+        def aten_unavailable(args):
+            """The PyTorch MPS workflow (needs torch: pip install 'metal-kernel[torch]')."""
+            click.echo(f"error: `metal-kernel aten` needs torch and torchgen ({missing}); "
+                       "install them with: pip install 'metal-kernel[torch]'", err=True)
+            sys.exit(2)
+
         return
     main.add_command(aten, "aten")
 
