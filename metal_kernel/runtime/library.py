@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from .compiler import CompiledLibrary, CompileOptions, compile_library
 from .errors import KernelError
-from .native import DISPATCH_NEVER_SYNCS, ErrorInfo, Launch, U3, load_kernel_library, runtime
+from .native import DISPATCH_COALESCE, DISPATCH_NEVER_SYNCS, ErrorInfo, Launch, U3, load_kernel_library, runtime
 from .rewriter import KernelEntry
 
 MAX_THREADS_PER_THREADGROUP = 1024
@@ -324,7 +324,11 @@ class Kernel:
             ctypes.cast(tgs, ctypes.POINTER(ctypes.c_uint32)),
         )
         err = ErrorInfo()
-        flags = DISPATCH_NEVER_SYNCS if self._entry.mode == "direct" else 0
+        flags = 0
+        if self._entry.mode == "direct":
+            flags = DISPATCH_NEVER_SYNCS
+            if not wanted and self._static_tg == 0:
+                flags |= DISPATCH_COALESCE  # no threadgroup memory: groups may share a call
         rc = runtime().mkrt_dispatch(self._fn, ctypes.byref(launch), ctypes.byref(err), flags)
         if rc != 0:
             if self._fiber_fn is not None:

@@ -11,6 +11,7 @@ from .compiler import build_runtime_library
 
 ABI_VERSION = 1
 DISPATCH_NEVER_SYNCS = 1  # MK_DISPATCH_NEVER_SYNCS in abi.h
+DISPATCH_COALESCE = 2  # MK_DISPATCH_COALESCE
 
 
 class U3(ctypes.Structure):

@@ -167,6 +167,8 @@ struct Worker {
   volatile sig_atomic_t in_kernel = 0;
   Dispatch* dispatch = nullptr;
   uint32_t flags = 0;  // of the current dispatch
+  uint64_t chunk_end = 0;   // end of the chunk of groups being run
+  uint32_t coalesced = 0;   // groups the last run_group call covered beyond its own
 
   // The threadgroup being run.
   EntryFn entry = nullptr;
@@ -456,6 +458,17 @@ void run_group(Worker* w, uint64_t index) {
   r.current = nullptr;
   r.upgraded = nullptr;
   r.tg_buffers = w->tg_buffers;
+  r.group_count = 1;
+  if (w->flags & MK_DISPATCH_COALESCE) {
+    // Full groups that follow in the same row join this call.
+    const uint64_t last = w->chunk_end;
+    uint32_t k = 1;
+    while (index + k < last && tg.x + k < ng.x &&
+           uint64_t(tg.x + k + 1) * d.x <= l->threads_per_grid.x)
+      ++k;
+    if (gs.x == d.x) r.group_count = k;
+    w->coalesced = r.group_count - 1;
+  }
   if (w->flags & MK_DISPATCH_NEVER_SYNCS) {
     // A kernel proved never to synchronise needs no fiber: run its loop on
     // this stack (a fault still unwinds to work()'s sigsetjmp).
@@ -605,7 +618,12 @@ void work(Worker* w, Dispatch* d) {
     // abort path unblocks the fault signals itself.
     if (sigsetjmp(w->abort_jmp, 0) == 0) {
       w->in_kernel = 1;
-      for (uint64_t g = first; g < last; ++g) run_group(w, g);
+      w->chunk_end = last;
+      for (uint64_t g = first; g < last; ++g) {
+        w->coalesced = 0;
+        run_group(w, g);
+        g += w->coalesced;
+      }
       w->in_kernel = 0;
     } else {
       w->in_kernel = 0;

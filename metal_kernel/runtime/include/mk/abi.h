@@ -14,6 +14,8 @@
 
 // mkrt_dispatch flags
 #define MK_DISPATCH_NEVER_SYNCS 1u  // the entry never synchronises: no fiber per group
+#define MK_DISPATCH_COALESCE 2u     // ... and uses no threadgroup memory: one call may run
+                                    // several consecutive full groups of a row
 
 namespace mk {
 
@@ -58,6 +60,8 @@ struct Run {
   const void* current;           // linear index of the running thread, as a pointer
   const void* upgraded;          // non-null once the group runs on fibers
   void* const* tg_buffers;       // [[threadgroup(n)]] storage of this group
+  uint32_t group_count;          // direct loops: this many full groups along x from
+                                 // threadgroup_position (MK_DISPATCH_COALESCE), else 1
 };
 
 typedef void (*EntryFn)(Run*);

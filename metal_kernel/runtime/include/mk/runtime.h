@@ -133,6 +133,25 @@ __attribute__((always_inline)) inline void run_threads_impl(Run* r, Body body) {
   ThreadIds t;
   t.threadgroup_position_in_grid = tg;
   t.threads_per_threadgroup = gs;
+  if constexpr (!Track) {
+    // Direct loops may cover several consecutive full groups of a row.
+    for (uint32_t gi = 0; gi < r->group_count; ++gi) {
+      const uint32_t gx = tg.x + gi;
+      t.threadgroup_position_in_grid = {gx, tg.y, tg.z};
+      for (uint32_t z = 0; z < gs.z; ++z) {
+        for (uint32_t y = 0; y < gs.y; ++y) {
+          const uint32_t row = gs.x * (y + gs.y * z);
+          for (uint32_t x = 0; x < gs.x; ++x) {
+            t.thread_position_in_threadgroup = {x, y, z};
+            t.thread_position_in_grid = {gx * dtg.x + x, base.y + y, base.z + z};
+            t.thread_index_in_threadgroup = row + x;
+            body(r, t);
+          }
+        }
+      }
+    }
+    return;
+  }
   // One call of `body` only: a simd function's call site must be the same
   // code address for every thread (see mk/simd.h), whichever way it started.
   uint32_t lin = r->begin;
