@@ -157,14 +157,14 @@ class Kernel:
     def _bind_one(self, b: _Bound, i: int, a, cast):
         kernel = self.name
         mod = type(a).__module__
-        if mod.startswith("torch") and type(a).__name__ in ("Tensor", "Parameter") or _is_tensor(a):
+        if _is_tensor(a):  # Tensor, Parameter and other subclasses
             ptr, size = _tensor_binding(a, i, kernel)
             b.keep.append(a)
             b.ptrs.append(ptr)
             b.sizes.append(size)
             b.names.append(f"tensor {tuple(a.shape)} {a.dtype}")
             return
-        if mod == "numpy" and type(a).__name__ == "ndarray":
+        if _is_ndarray(a):
             ptr, size = _numpy_binding(a, i, kernel)
             b.keep.append(a)
             b.ptrs.append(ptr)
