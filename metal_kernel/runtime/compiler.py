@@ -99,7 +99,8 @@ def runtime_version() -> str:
     """Hash of everything that shapes a compiled kernel besides its source."""
     h = hashlib.sha256()
     files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE, HERE / "rewriter.py",
-                                               HERE / "lexer.py", HERE / "workitem.py", Path(__file__)]
+                                               HERE / "lexer.py", HERE / "workitem.py", HERE / "streaming.py",
+                                               Path(__file__)]
     for f in files:
         if f.is_file():
             h.update(str(f.relative_to(HERE)).encode())
@@ -265,12 +266,72 @@ def _compile_and_link(tc: Toolchain, compile_args: list[str], out_path: str,
     return subprocess.run(tc.link_shared(obj, out_path), capture_output=True, text=True, cwd=cwd)
 
 
-def _pass2(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOptions) -> subprocess.CompletedProcess:
+def _pass2(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOptions,
+           kernels: list[KernelEntry]) -> subprocess.CompletedProcess:
+    """Pass 2 for a library whose kernels never synchronise: the C++ to
+    optimised IR, streaming-store variants added (runtime/streaming.py),
+    the IR to the library."""
+    cwd = os.path.dirname(cpp_path)
+    ll = os.path.join(cwd, "kernel.ll")
     args = [
         "-x", "c++", *COMMON_FLAGS, opts.optimize, "-w", "-ferror-limit=10", "-fno-caret-diagnostics",
         *extra_flags(), "-I", str(INCLUDE_DIR), "-include", str(INCLUDE_DIR / "mk" / "prelude.h"), cpp_path,
     ]
-    return _compile_and_link(tc, args, out_path, os.path.dirname(cpp_path))
+    streamable = _streamable(kernels)
+    if not streamable:
+        return _compile_and_link(tc, args, out_path, cwd)
+    proc = subprocess.run(tc.cxx(*args, "-S", "-emit-llvm", "-o", ll), capture_output=True, text=True, cwd=cwd)
+    if proc.returncode != 0:
+        return proc
+    text = _add_streaming(Path(ll).read_text(), kernels, streamable)
+    out_ll = os.path.join(cwd, "kernel.stream.ll")
+    Path(out_ll).write_text(text)
+    # The IR is optimised already: code generation only, so the blocks the
+    # streaming variants add stay as written.
+    proc = _compile_and_link(tc, [*_codegen_flags(opts), "-Xclang", "-disable-llvm-passes", out_ll],
+                             out_path, cwd)
+    if proc.returncode != 0:
+        # A bug of streaming.py, never the user's: build without the variants.
+        for k in kernels:
+            k.streaming = False
+        return _compile_and_link(tc, args, out_path, cwd)
+    return proc
+
+
+def _codegen_flags(opts: CompileOptions) -> list[str]:
+    """Flags for compiling IR (not C++) into the library's object."""
+    return [opts.optimize, "-fPIC", "-march=native", "-mno-avx512bf16", "-mno-avxneconvert", "-g0", "-w",
+            *extra_flags()]
+
+
+def _streamable(kernels: list[KernelEntry]) -> list[int]:
+    """Kernels that may get a streaming-store variant: direct ones without
+    threadgroup memory (see runtime/streaming.py)."""
+    if not streaming_enabled():
+        return []
+    return [k.symbol for k in kernels
+            if k.mode == "direct" and not k.has_tg_size and not any(p.kind == "threadgroup" for p in k.params)]
+
+
+def _add_streaming(text: str, kernels: list[KernelEntry], symbols: list[int]) -> str:
+    """`text` with __mk_stream_N variants; sets each kernel's `streaming`."""
+    from .streaming import add_streaming_variants
+
+    try:
+        result = add_streaming_variants(text, symbols)
+    except Exception:  # noqa: BLE001 - a bug of ours: no variants, same kernels
+        return text
+    for k in kernels:
+        k.streaming = k.symbol in result.symbols
+    return result.text
+
+
+def streaming_enabled() -> bool:
+    """$METAL_KERNEL_STREAMING_STORES=0 builds no streaming-store variants
+    (part of the cache key; runtime/library.py reads the same variable to
+    choose when to use them)."""
+    return os.environ.get("METAL_KERNEL_STREAMING_STORES", "auto").strip().lower() not in (
+        "0", "false", "no", "off")
 
 
 def _entries_to_json(entries: list[KernelEntry]) -> list:
@@ -291,7 +352,8 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
     tc = find_toolchain()
     base = cache_dir()
     manifest_key = _sha("manifest", source, json.dumps(opts.key(), sort_keys=True, default=str),
-                        tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled())
+                        tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled(),
+                        streaming_enabled())
     manifest = base / "manifests" / f"{manifest_key}.json"
     # Direct mode (as ccache): same source and options, and no included file
     # changed since -> the library, without running the preprocessor.
@@ -309,7 +371,8 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
         pp = preprocess(source, opts, tc, tmp)
         fcs = dict(opts.function_constants)
         obj_key = _sha("object", pp, sorted((str(k), repr(v)) for k, v in fcs.items()), opts.optimize,
-                       tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled())
+                       tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled(),
+                        streaming_enabled())
         if rebuild:
             # The cached file did not load. A new name, because the dynamic
             # loader may still hold the old file under the old one.
@@ -397,7 +460,8 @@ def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOp
             print(f"metal-kernel: work-item loops off for this library: {why}", file=sys.stderr)
         for k in kernels:
             k.mode = "fibers"
-        return _pass2(tc, cpp_path, out_path, opts)
+            k.streaming = False
+        return _pass2(tc, cpp_path, out_path, opts, kernels)
 
     try:
         result = workitem.transform(text, syms)
@@ -420,10 +484,10 @@ def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOp
                     sum(m == "workitem-loops" for m in result.modes.values()):
                 result = again
     wi_ll = os.path.join(cwd, "kernel.wi.ll")
-    codegen = [opts.optimize, "-fPIC", "-march=native", "-mno-avx512bf16", "-mno-avxneconvert", "-g0", "-w",
-               *extra_flags()]
-    Path(wi_ll).write_text(result.text)
-    proc = _compile_and_link(tc, [*codegen, wi_ll], out_path, cwd)
+    for k in kernels:
+        k.mode = result.modes.get(k.symbol, "fibers")
+    Path(wi_ll).write_text(_add_streaming(result.text, kernels, _streamable(kernels)))
+    proc = _compile_and_link(tc, [*_codegen_flags(opts), wi_ll], out_path, cwd)
     if proc.returncode != 0:
         return fallback("clang rejected the transformed IR:\n" + proc.stderr[:4000])
     if _workitem_debug():
@@ -433,8 +497,6 @@ def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOp
             why = result.reasons.get(k.symbol)
             print(f"metal-kernel: kernel {k.host_name}: {result.modes.get(k.symbol)}"
                   + (f" ({why})" if why else ""), file=sys.stderr)
-    for k in kernels:
-        k.mode = result.modes.get(k.symbol, "fibers")
     return proc
 
 
@@ -452,7 +514,7 @@ def _build(pp: str, fcs: dict, opts: CompileOptions, tc: Toolchain, tmp: str, so
             return _pass2_workitem(tc, cpp_path, out_tmp, opts, res.kernels)
         for k in res.kernels:
             k.mode = "fibers" if synchronises else "direct"
-        return _pass2(tc, cpp_path, out_tmp, opts)
+        return _pass2(tc, cpp_path, out_tmp, opts, res.kernels)
 
     result = rewrite(pp, fcs, tg_helpers=True, workitem=use_wi)
     proc = compile_(result)

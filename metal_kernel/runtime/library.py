@@ -4,6 +4,8 @@ calling convention on CPU tensors and numpy arrays."""
 from __future__ import annotations
 
 import ctypes
+import functools
+import os
 import struct
 from collections.abc import Mapping, Sequence
 
@@ -113,10 +115,12 @@ def _numpy_binding(a, index: int, kernel: str):
 class Kernel:
     """One kernel of a library; call it like torch's compiled shader kernels."""
 
-    def __init__(self, library: "Library", entry: KernelEntry, fn, sizes, tg_mem, fiber_fn=None):
+    def __init__(self, library: "Library", entry: KernelEntry, fn, sizes, tg_mem, fiber_fn=None,
+                 stream_fn=None):
         self._library = library
         self._entry = entry
         self._fn = fn
+        self._stream_fn = stream_fn  # direct kernels: the variant with non-temporal stores
         self._fiber_fn = fiber_fn  # work-item kernels: the fiber entry, to name a faulting thread
         self._needed = sizes  # buffer index -> bytes a `constant T&` reads
         self.name = entry.host_name
@@ -133,6 +137,14 @@ class Kernel:
         "fibers" (a fiber per thread; what the work-item compiler does not
         handle, or METAL_KERNEL_WORKITEM_LOOPS=0)."""
         return self._entry.mode
+
+    @property
+    def streaming_stores(self) -> bool:
+        """Whether this direct kernel has a variant that writes its vector
+        stores around the cache (non-temporal), used for dispatches whose
+        buffers exceed the last-level cache or when
+        $METAL_KERNEL_STREAMING_STORES=1 (see runtime/streaming.py)."""
+        return self._stream_fn is not None
 
     @property
     def static_thread_group_memory_length(self) -> int:
@@ -329,7 +341,10 @@ class Kernel:
             flags = DISPATCH_NEVER_SYNCS
             if not wanted and self._static_tg == 0:
                 flags |= DISPATCH_COALESCE  # no threadgroup memory: groups may share a call
-        rc = runtime().mkrt_dispatch(self._fn, ctypes.byref(launch), ctypes.byref(err), flags)
+        fn = self._fn
+        if self._stream_fn is not None and _use_streaming_stores(sum(b.sizes)):
+            fn = self._stream_fn
+        rc = runtime().mkrt_dispatch(fn, ctypes.byref(launch), ctypes.byref(err), flags)
         if rc != 0:
             if self._fiber_fn is not None:
                 # Work-item loops and direct loops run without per-thread
@@ -371,6 +386,41 @@ def _describe_address(addr: int, b: _Bound, entry: KernelEntry) -> str:
     return best[1] if best else ""
 
 
+def _use_streaming_stores(buffer_bytes: int) -> bool:
+    """Whether a direct kernel's dispatch over `buffer_bytes` of buffers
+    writes with non-temporal stores (runtime/streaming.py). Worth it when
+    the data does not fit in the last-level cache anyway: the stores then
+    skip reading each output line first. $METAL_KERNEL_STREAMING_STORES:
+    "auto" (default), "1" always, "0" never."""
+    mode = os.environ.get("METAL_KERNEL_STREAMING_STORES", "auto").strip().lower()
+    if mode in ("1", "true", "yes", "on", "always"):
+        return True
+    if mode in ("0", "false", "no", "off", "never"):
+        return False
+    return buffer_bytes >= last_level_cache_bytes()
+
+
+@functools.lru_cache(maxsize=1)
+def last_level_cache_bytes() -> int:
+    """Size of the largest CPU cache (Linux sysfs; 32 MiB when unknown)."""
+    best = 0
+    root = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for name in os.listdir(root):
+            try:
+                with open(os.path.join(root, name, "size")) as f:
+                    text = f.read().strip().upper()
+            except OSError:
+                continue
+            scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            digits = text.rstrip("KMG")
+            if digits.isdigit():
+                best = max(best, int(digits) * scale)
+    except OSError:
+        pass
+    return best or 32 << 20
+
+
 def _is_tensor(a) -> bool:
     t = type(a)
     return any(c.__module__.startswith("torch") and c.__name__ == "Tensor" for c in t.__mro__)
@@ -390,12 +440,15 @@ class Library:
         for e in compiled.kernels:
             fn = ctypes.cast(getattr(self._lib, f"__mk_entry_{e.symbol}"), ctypes.c_void_p).value
             fiber_fn = None  # the tracked entry, replayed after a fault to name the thread
+            stream_fn = None
             if e.mode == "workitem-loops":
                 fiber_fn = fn
                 fn = ctypes.cast(getattr(self._lib, f"__mk_wientry_{e.symbol}"), ctypes.c_void_p).value
             elif e.mode == "direct":
                 fiber_fn = fn
                 fn = ctypes.cast(getattr(self._lib, f"__mk_fast_{e.symbol}"), ctypes.c_void_p).value
+                if e.streaming:
+                    stream_fn = ctypes.cast(getattr(self._lib, f"__mk_stream_{e.symbol}"), ctypes.c_void_p).value
             npairs = ctypes.c_uint64.in_dll(self._lib, f"__mk_sizes_{e.symbol}").value
             arr = (ctypes.c_uint64 * (1 + 2 * npairs)).in_dll(self._lib, f"__mk_sizes_{e.symbol}")
             sizes = {int(arr[1 + 2 * k]): int(arr[2 + 2 * k]) for k in range(npairs)}
@@ -403,7 +456,7 @@ class Library:
                 tg = int(ctypes.c_uint64.in_dll(self._lib, f"__mk_tgmem_{e.symbol}").value)
             except ValueError:
                 tg = None if not e.has_tg_size and not compiled.tg_sizes_known else 0
-            self._kernels[e.host_name] = Kernel(self, e, fn, sizes, tg, fiber_fn)
+            self._kernels[e.host_name] = Kernel(self, e, fn, sizes, tg, fiber_fn, stream_fn)
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("_kernels", {})

@@ -107,6 +107,9 @@ class KernelEntry:
     # "direct" (never synchronises), "workitem-loops" or "fibers"; set by
     # the compiler (runtime/workitem.py decides between the last two).
     mode: str = "fibers"
+    # Direct kernels: whether the library has a __mk_stream_N variant with
+    # non-temporal stores (runtime/streaming.py).
+    streaming: bool = False
 
 
 @dataclass
@@ -771,6 +774,13 @@ class Rewriter:
             else:
                 args.append(f"::mk::attr<{ptype}>({THREAD_ATTRIBUTES[p.attribute]})")
         sizes.insert(0, f"{len(sizes)}ull")
+        hoisted, fast_args = [], []
+        for p_i, (p, a) in enumerate(zip(kdef.params, args)):
+            if p.kind == "buffer":
+                hoisted.append(f"decltype(auto) __mk_b{p_i} = {a};")
+                fast_args.append(f"__mk_b{p_i}")
+            else:
+                fast_args.append(a)
         if not kdef.template_header and kdef.tg_types and self.tg_helpers:
             tg_expr = " + ".join(f"sizeof({t})" for t in kdef.tg_types)
         elif tg_helper:
@@ -786,10 +796,13 @@ class Rewriter:
             + "); }); }"
             # The same without per-thread bookkeeping, used when the kernel
             # turns out never to synchronise (mode "direct").
+            # Buffers are bound once, before the loop: a store through one
+            # could otherwise alias the launch record and force a reload of
+            # every buffer address per thread.
             f' extern "C" __attribute__((visibility("default"))) void __mk_fast_{sym}(::mk::Run* r)'
-            f" {{ ::mk::run_threads_fast(r, [](::mk::Run* r, const ::mk::ThreadIds& t)"
+            f" {{ {' '.join(hoisted)} ::mk::run_threads_fast(r, [&](::mk::Run* r, const ::mk::ThreadIds& t)"
             f" __attribute__((always_inline)) {{ (void)r; (void)t; [[clang::always_inline]] {callee}("
-            + ", ".join(args)
+            + ", ".join(fast_args)
             + "); }); }"
             f' extern "C" __attribute__((visibility("default"))) const unsigned long long'
             f" __mk_sizes_{sym}[] = {{ {', '.join(sizes)} }};"

@@ -634,6 +634,11 @@ void work(Worker* w, Dispatch* d) {
       break;  // the group was abandoned; its fibers are reset next time
     }
   }
+#if defined(__x86_64__)
+  // Kernels may write with non-temporal stores (runtime/streaming.py),
+  // which are weakly ordered: make them visible before reporting done.
+  __builtin_ia32_sfence();
+#endif
 }
 
 void* worker_main(void* arg) {

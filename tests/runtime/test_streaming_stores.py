@@ -1,0 +1,161 @@
+"""Direct kernels write large outputs with non-temporal stores
+(runtime/streaming.py). The variant must compute exactly what the ordinary
+loop computes, whatever the alignment of the buffers, and must never be
+used for kernels whose stores it could slow down or break."""
+
+import numpy as np
+import pytest
+import torch
+
+import metal_kernel
+
+SOURCE = r"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void saxpy(device float* out [[buffer(0)]], device const float* x [[buffer(1)]],
+                  device const float* y [[buffer(2)]], constant float& a [[buffer(3)]],
+                  uint i [[thread_position_in_grid]]) {
+  out[i] = a * x[i] + y[i];
+}
+kernel void scale_in_place(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  x[i] = x[i] * 3.0f + 1.0f;
+}
+kernel void to_half(device half* out [[buffer(0)]], device const float* x [[buffer(1)]],
+                    uint i [[thread_position_in_grid]]) {
+  out[i] = half(x[i]);
+}
+kernel void two_outputs(device int* s [[buffer(0)]], device int* d [[buffer(1)]],
+                        device const int* a [[buffer(2)]], device const int* b [[buffer(3)]],
+                        uint i [[thread_position_in_grid]]) {
+  s[i] = a[i] + b[i];
+  d[i] = a[i] - b[i];
+}
+// A private array: its stores must stay ordinary (no variant at all).
+kernel void private_array(device float* out [[buffer(0)]], device const float* x [[buffer(1)]],
+                          constant uint& k [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  float t[8];
+  for (uint j = 0; j < 8; ++j) t[j] = x[i] * float(j);
+  out[i] = t[k % 8] + t[(k + i) % 8];
+}
+kernel void wild_write(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+  if (i == 4099) { device float* p = (device float*)16; *p = 1; }
+  out[i] = float(i);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return metal_kernel.compile_shader(SOURCE)
+
+
+@pytest.fixture(params=["0", "1"], ids=["ordinary", "streaming"])
+def streaming(request, monkeypatch):
+    monkeypatch.setenv("METAL_KERNEL_STREAMING_STORES", request.param)
+    return request.param == "1"
+
+
+def _view_at(byte_offset: int, n: int, dtype=np.float32) -> np.ndarray:
+    """An n-element array starting `byte_offset` bytes past a 64-byte boundary."""
+    item = np.dtype(dtype).itemsize
+    raw = np.empty(n * item + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + byte_offset
+    return raw[start:start + n * item].view(dtype)
+
+
+def test_simple_direct_kernels_have_a_streaming_variant(lib):
+    for name in ("saxpy", "scale_in_place", "to_half", "two_outputs", "wild_write"):
+        k = getattr(lib, name)
+        assert k.execution_mode == "direct"
+        assert k.streaming_stores, name
+
+
+def test_kernels_with_private_arrays_or_threadgroup_memory_have_none(lib):
+    assert not lib.private_array.streaming_stores
+    tg = metal_kernel.compile_shader(r"""
+    kernel void k(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]],
+                  uint l [[thread_position_in_threadgroup]]) {
+      threadgroup float s[64];
+      s[l] = float(i);
+      out[i] = s[l] * 2.0f;
+    }""")
+    assert tg.k.execution_mode == "direct"
+    assert not tg.k.streaming_stores
+
+
+def test_streaming_off_at_build_time_builds_no_variant(monkeypatch):
+    monkeypatch.setenv("METAL_KERNEL_STREAMING_STORES", "0")
+    lib0 = metal_kernel.compile_shader(SOURCE)
+    assert not lib0.saxpy.streaming_stores
+    out = torch.full((1000,), float("nan"))
+    x, y = torch.rand(1000), torch.rand(1000)
+    lib0.saxpy(out, x, y, 2.0, threads=1000)
+    torch.testing.assert_close(out, 2.0 * x + y)
+
+
+# 64-byte aligned, 16-byte aligned only, 4-byte aligned only: the three
+# paths of each rewritten store. Sizes leave remainders after the vector loop.
+@pytest.mark.parametrize("offset", [0, 16, 4, 48])
+@pytest.mark.parametrize("n", [4096 + 13, 1000])
+def test_saxpy_any_alignment(lib, streaming, offset, n):
+    rng = np.random.default_rng(n + offset)
+    x = _view_at(offset, n)
+    y = _view_at((offset * 3) % 64, n)
+    out = _view_at(offset, n)
+    x[:] = rng.random(n, dtype=np.float32)
+    y[:] = rng.random(n, dtype=np.float32)
+    out[:] = np.nan
+    lib.saxpy(out, x, y, 1.5, threads=n, group_size=256)
+    np.testing.assert_allclose(out, np.float32(1.5) * x + y, rtol=1e-6)
+
+
+def test_in_place_update(lib, streaming):
+    x = torch.rand(70_001)
+    want = x * 3.0 + 1.0
+    lib.scale_in_place(x, threads=x.numel(), group_size=64)
+    torch.testing.assert_close(x, want)
+
+
+def test_half_outputs_and_unaligned_views(lib, streaming):
+    base = torch.full((20_000,), float("nan"), dtype=torch.float16)
+    out = base[3:]  # 6 bytes past the storage start
+    x = torch.randn(out.numel())
+    lib.to_half(out, x, threads=out.numel(), group_size=128)
+    assert torch.equal(out, x.half())
+    assert torch.isnan(base[:3]).all()  # nothing written before the view
+
+
+def test_two_outputs_of_different_alignment(lib, streaming):
+    n = 9_999
+    a = torch.randint(-1000, 1000, (n,), dtype=torch.int32)
+    b = torch.randint(-1000, 1000, (n,), dtype=torch.int32)
+    s = torch.full((n + 1,), -0x5A5A5A5A, dtype=torch.int32)[1:]
+    d = torch.full((n,), -0x5A5A5A5A, dtype=torch.int32)
+    lib.two_outputs(s, d, a, b, threads=n, group_size=32)
+    assert torch.equal(s, a + b)
+    assert torch.equal(d, a - b)
+
+
+def test_large_dispatch_uses_the_cache_size_rule(lib, monkeypatch):
+    # "auto": buffers beyond the last-level cache take the streaming variant.
+    monkeypatch.setenv("METAL_KERNEL_STREAMING_STORES", "auto")
+    from metal_kernel.runtime.library import _use_streaming_stores, last_level_cache_bytes
+
+    llc = last_level_cache_bytes()
+    assert llc >= 1 << 16
+    assert _use_streaming_stores(llc) and not _use_streaming_stores(llc - 1)
+    n = max(llc // 8, 1 << 16)  # three n-float buffers: 1.5x the cache
+    x, y = torch.rand(n), torch.rand(n)
+    out = torch.full((n,), float("nan"))
+    lib.saxpy(out, x, y, -2.0, threads=n, group_size=256)
+    torch.testing.assert_close(out, -2.0 * x + y)
+
+
+def test_a_fault_in_the_streaming_variant_names_the_thread(lib, monkeypatch):
+    monkeypatch.setenv("METAL_KERNEL_STREAMING_STORES", "1")
+    out = torch.full((8192,), float("nan"))
+    with pytest.raises(metal_kernel.KernelError) as e:
+        lib.wild_write(out, threads=8192, group_size=256)
+    assert e.value.thread == [4099, 0, 0]
+    lib.saxpy(out, torch.ones(8192), torch.ones(8192), 1.0, threads=8192)  # still works
+    assert (out == 2).all()
