@@ -97,10 +97,21 @@ struct MatrixResult {
 };
 
 template <class L>
-inline void matrix_multiply_lanes(const L& l, bool accumulate) {
-  float A[8][8] = {}, B[8][8] = {}, C[8][8] = {};
+__attribute__((always_inline)) inline bool all_lanes_active(const L& l) {
+  for (uint32_t lane = 0; lane < MK_SIMD_WIDTH; ++lane)
+    if (!lane_active(l, lane)) return false;
+  return true;
+}
+
+// Gathers every lane's two elements of A, B and C into 8x8 arrays. With
+// Full, every lane is active and the loop unrolls into constant positions;
+// otherwise an inactive lane's elements read as 0.
+template <bool Full, class L>
+__attribute__((always_inline)) inline void gather_operands(const L& l, float (&A)[8][8], float (&B)[8][8],
+                                                           float (&C)[8][8]) {
+#pragma clang loop unroll(full)
   for (uint32_t lane = 0; lane < MK_SIMD_WIDTH; ++lane) {
-    if (!lane_active(l, lane)) continue;  // an inactive lane's elements read as 0
+    if (!Full && !lane_active(l, lane)) continue;
     const auto& op = lane_in<MatrixOperands>(l, lane);
     const uint32_t r = matrix_row(lane), c = matrix_col(lane);
     for (int k = 0; k < 2; ++k) {
@@ -109,16 +120,36 @@ inline void matrix_multiply_lanes(const L& l, bool accumulate) {
       C[r][c + k] = op.c[k];
     }
   }
+}
+
+template <bool Full, class L>
+__attribute__((always_inline)) inline void scatter_result(const L& l, const float (&D)[8][8]) {
+#pragma clang loop unroll(full)
   for (uint32_t lane = 0; lane < MK_SIMD_WIDTH; ++lane) {
-    if (!lane_active(l, lane)) continue;
+    if (!Full && !lane_active(l, lane)) continue;
     const uint32_t r = matrix_row(lane), c = matrix_col(lane);
     MatrixResult& out = lane_out<MatrixResult>(l, lane);
-    for (int k = 0; k < 2; ++k) {
-      float acc = accumulate ? C[r][c + k] : 0.0f;
-      for (int i = 0; i < 8; ++i) acc = __builtin_fmaf(A[r][i], B[i][c + k], acc);
-      out.d[k] = acc;
-    }
+    out.d[0] = D[r][c];
+    out.d[1] = D[r][c + 1];
   }
+}
+
+template <class L>
+inline void matrix_multiply_lanes(const L& l, bool accumulate) {
+  float A[8][8] = {}, B[8][8] = {}, C[8][8] = {};
+  const bool full = all_lanes_active(l);
+  if (full) gather_operands<true>(l, A, B, C);
+  else gather_operands<false>(l, A, B, C);
+  // D = A * B (+ C), each element accumulated in the order i = 0..7; the
+  // innermost loop runs along a row of B and D, so it is one vector op.
+  float D[8][8];
+  for (int r = 0; r < 8; ++r) {
+    for (int j = 0; j < 8; ++j) D[r][j] = accumulate ? C[r][j] : 0.0f;
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 8; ++j) D[r][j] = __builtin_fmaf(A[r][i], B[i][j], D[r][j]);
+  }
+  if (full) scatter_result<true>(l, D);
+  else scatter_result<false>(l, D);
 }
 
 template <typename TD, typename TA, typename TB, typename TC>
