@@ -39,7 +39,11 @@ For each per-thread function this module
    returns the id of the next cut reached (saving the live values), or
    DONE;
 5. emits ``loop(g, slots, stage, frames, states, b, e, resume)``: for threads
-   [b, e) in rows of x, call step_<resume> (inlined) and store the state;
+   [b, e) in rows of x, call step_<resume> (inlined) and store the state
+   (in kernels with simd functions, whole simdgroups in a loop of exactly 32
+   threads); it returns a summary of the new states (lowest, highest live,
+   number DONE, span of the live threads), known in advance when every exit
+   of the region is the same point, else from one loop over the states;
    plus the kernel's descriptor and ``__mk_wientry_<n>``, which hands both
    to the group driver ``__mk_wi_run_group`` (mk/workitem.h).
 
@@ -71,6 +75,11 @@ MAX_TG_ALLOCS = 64
 MAX_SYNC_POINTS = 512
 MAX_REMAT = 48  # instructions recomputed per value and resume point
 MAX_SIMD_BYTES = 256  # operand / result of one simd call
+# simd operations whose computation never reads the lane argument (mk/simd.h,
+# enum SimdOp): barrier, the reductions and scans, broadcast_first, ballot,
+# any, all, is_first, active mask. Their calls store no argument per thread.
+# (Shuffles, broadcast and simdgroup matrices read it.)
+ARGLESS_SIMD_OPS = frozenset(range(1, 13)) | frozenset(range(22, 28))
 
 
 class Unsupported(Exception):
@@ -492,6 +501,7 @@ class SyncPoint:
     dense: str = ""  # '@fn' (DenseLanes form, what the driver calls)
     live: list[str] = field(default_factory=list)
     tag: int = 0  # the number in the names of its lowered instructions (ids are renumbered)
+    uses_arg: bool = False  # simd: its computation reads the lane argument
 
 
 @dataclass
@@ -799,20 +809,23 @@ class PerThread:
         sp.compute, sp.dense = a[6], a[7]
         k = sp.id
         L = self.locals
-        before.insts += [
+        lowered = [
             Inst(f"  %mk.io{k} = mul i64 %mk.tid64, {self.in_stride}", L),
             Inst(f"  %mk.ip{k} = getelementptr inbounds i8, ptr %mk.simd_in, i64 %mk.io{k}", L),
             Inst(f"  call void @llvm.memcpy.p0.p0.i64(ptr align 1 %mk.ip{k}, ptr align 1 {a[0]}, "
                  f"i64 {sp.in_size}, i1 false)", L),
-            Inst(f"  store i32 {a[2]}, ptr %mk.ap{k}, align 4", L),
         ]
+        sp.uses_arg = sp.op not in ARGLESS_SIMD_OPS
+        if sp.uses_arg:
+            lowered.append(Inst(f"  store i32 {a[2]}, ptr %mk.ap{k}, align 4", L))
+        before.insts += lowered
         after.insts += [
             Inst(f"  %mk.oo{k} = mul i64 %mk.tid64, {self.out_stride}", L),
             Inst(f"  %mk.op{k} = getelementptr inbounds i8, ptr %mk.simd_out, i64 %mk.oo{k}", L),
             Inst(f"  call void @llvm.memcpy.p0.p0.i64(ptr align 1 {a[1]}, ptr align 1 %mk.op{k}, "
                  f"i64 {sp.out_size}, i1 false)", L),
         ]
-        for i in before.insts[-4:] + after.insts[-3:]:
+        for i in before.insts[-len(lowered):] + after.insts[-3:]:
             i.kind = "lowered"
 
     # --------------------------------------------------------------- CFG --
@@ -1371,7 +1384,7 @@ class PerThread:
         entry.append(f"  %mk.simd_in = getelementptr inbounds %mk.slots.{n}, ptr %mk.slots, i64 0, i32 {nf}")
         entry.append(f"  %mk.simd_out = getelementptr inbounds %mk.slots.{n}, ptr %mk.slots, i64 0, i32 {nf + 1}")
         for sp in self.syncs:
-            if sp.kind == "simd":
+            if sp.kind == "simd" and sp.uses_arg:
                 entry.append(f"  %mk.ap{sp.tag} = getelementptr inbounds %mk.slots.{n}, ptr %mk.slots, "
                              f"i64 0, i32 {nf + 2}, i64 %mk.tid64")
         for v, i in slot_idx.items():
@@ -1525,8 +1538,19 @@ class PerThread:
         """loop(g, slots, stage, frames, states, b, e, resume): threads
         [b, e) in rows of x (x innermost, so ids stay affine), each from
         `resume` to its next cut; returns the summary the driver reads
-        (mk/workitem.h: lowest state, highest state other than DONE, number
-        of threads DONE)."""
+        (mk/workitem.h, Summary: lowest state, highest state other than DONE,
+        number of threads DONE, span of the threads not DONE).
+
+        In kernels with simd functions a row is cut at simdgroup boundaries
+        (lane ids affine in each inner loop), and whole simdgroups go through
+        a loop of exactly MK_SIMD_WIDTH threads starting at a multiple of 32:
+        its trip count is a constant (no vectoriser set-up, remainder or
+        overflow checks per simdgroup) and the lane of every iteration is
+        known, so `lane == 0` conditions fold to one scalar store. When
+        every exit of the region is the same point, a simdgroup's states are
+        one vector store and the summary is known without reading them;
+        otherwise one loop over the states of [b, e) after the region (not
+        one per row) computes it."""
         n = self.sym
         group = self.loop_group or self.attr_group
         attr = f" #{group}" if group else ""
@@ -1544,6 +1568,17 @@ class PerThread:
             out.append(f"    i32 {k}, label %L{k}.pre")
         out.append("  ]")
         chunk = self.chunked()
+        W = 32  # MK_SIMD_WIDTH
+
+        def call_step(k, x, tid, suffix):
+            return [
+                f"  %r{suffix} = call i32 @__mk_wistep_{n}_{k}(ptr %g, ptr %slots, ptr %stage, ptr %frames, "
+                f"i32 {x}, i32 %y{k}, i32 %z{k}, i32 {tid})",
+                f"  %t64{suffix} = zext i32 {tid} to i64",
+                f"  %sp{suffix} = getelementptr inbounds i32, ptr %states, i64 %t64{suffix}",
+                f"  store i32 %r{suffix}, ptr %sp{suffix}, align 4",
+            ]
+
         for k in range(len(self.syncs) + 1):
             out += [
                 # (x, y, z) of the first thread, then stepped row by row
@@ -1555,86 +1590,95 @@ class PerThread:
                 f"  %bz{k} = udiv i32 %byz{k}, %gsy",
                 f"  br label %L{k}.outer",
                 f"L{k}.outer:",
-                f"  %lin{k} = phi i32 [ %b, %L{k}.pre ], [ %next{k}, %L{k}.sumx ]",
-                f"  %x0.{k} = phi i32 [ %bx{k}, %L{k}.pre ], [ %nx{k}, %L{k}.sumx ]",
-                f"  %y{k} = phi i32 [ %by{k}, %L{k}.pre ], [ %ny{k}, %L{k}.sumx ]",
-                f"  %z{k} = phi i32 [ %bz{k}, %L{k}.pre ], [ %nz{k}, %L{k}.sumx ]",
-                f"  %mn{k} = phi i32 [ -1, %L{k}.pre ], [ %smn2.{k}, %L{k}.sumx ]",
-                f"  %mx{k} = phi i32 [ 0, %L{k}.pre ], [ %smx2.{k}, %L{k}.sumx ]",
-                f"  %dn{k} = phi i32 [ 0, %L{k}.pre ], [ %sdn2.{k}, %L{k}.sumx ]",
+                f"  %lin{k} = phi i32 [ %b, %L{k}.pre ], [ %next{k}, %L{k}.step ]",
+                f"  %x0.{k} = phi i32 [ %bx{k}, %L{k}.pre ], [ %nx{k}, %L{k}.step ]",
+                f"  %y{k} = phi i32 [ %by{k}, %L{k}.pre ], [ %ny{k}, %L{k}.step ]",
+                f"  %z{k} = phi i32 [ %bz{k}, %L{k}.pre ], [ %nz{k}, %L{k}.step ]",
                 f"  %more{k} = icmp ult i32 %lin{k}, %e",
                 f"  br i1 %more{k}, label %L{k}.row, label %L{k}.end",
                 f"L{k}.row:",
                 f"  %row{k} = sub i32 %lin{k}, %x0.{k}",
                 f"  %left{k} = sub i32 %e, %row{k}",
-                f"  %x1.{k} = call i32 @llvm.umin.i32(i32 %left{k}, i32 %gsx)" if not chunk else
                 f"  %x1w.{k} = call i32 @llvm.umin.i32(i32 %left{k}, i32 %gsx)",
             ]
             if chunk:
-                # Kernels with simd functions: rows cut at simdgroup boundaries,
-                # so lane ids (lin % 32) are affine in each inner loop.
+                # A piece of a row: up to the next simdgroup boundary, or as
+                # many whole simdgroups as the row holds from an aligned start.
                 out += [
-                    f"  %cb{k} = and i32 %lin{k}, -32",
-                    f"  %ce{k} = add i32 %cb{k}, 32",
+                    f"  %cb{k} = and i32 %lin{k}, -{W}",
+                    f"  %ce{k} = add i32 %cb{k}, {W}",
                     f"  %cl{k} = sub i32 %ce{k}, %row{k}",
                     f"  %x1.{k} = call i32 @llvm.umin.i32(i32 %x1w.{k}, i32 %cl{k})",
+                    f"  %room{k} = sub i32 %x1w.{k}, %x0.{k}",
+                    f"  %nch{k} = lshr i32 %room{k}, 5",
+                    f"  %alg{k} = icmp eq i32 %cb{k}, %lin{k}",
+                    f"  %hasch{k} = icmp ne i32 %nch{k}, 0",
+                    f"  %full{k} = and i1 %alg{k}, %hasch{k}",
+                    f"  br i1 %full{k}, label %L{k}.chunk, label %L{k}.inner",
+                    # whole simdgroups: j-th one starts at thread cb + 32 j
+                    f"L{k}.chunk:",
+                    f"  %j{k} = phi i32 [ 0, %L{k}.row ], [ %jn{k}, %L{k}.clatch ]",
+                    f"  %jo{k} = shl i32 %j{k}, 5",
+                    f"  %cx{k} = add i32 %x0.{k}, %jo{k}",
+                    f"  %ct{k} = add i32 %cb{k}, %jo{k}",
+                    f"  br label %L{k}.cinner",
+                    f"L{k}.cinner:",
+                    f"  %i{k} = phi i32 [ 0, %L{k}.chunk ], [ %in{k}, %L{k}.cinner ]",
+                    f"  %xc{k} = add i32 %cx{k}, %i{k}",
+                    f"  %tc{k} = add nuw nsw i32 %ct{k}, %i{k}",
                 ]
-            out += [
-                f"  br label %L{k}.inner",
-                # the threads of this row: only the kernel's code and the state
-                f"L{k}.inner:",
-                f"  %x{k} = phi i32 [ %x0.{k}, %L{k}.row ], [ %xn{k}, %L{k}.inner ]",
-                f"  %tid{k} = add i32 %row{k}, %x{k}",
-                f"  %r{k} = call i32 @__mk_wistep_{n}_{k}(ptr %g, ptr %slots, ptr %stage, ptr %frames, "
-                f"i32 %x{k}, i32 %y{k}, i32 %z{k}, i32 %tid{k})",
-                f"  %t64.{k} = zext i32 %tid{k} to i64",
-                f"  %sp{k} = getelementptr inbounds i32, ptr %states, i64 %t64.{k}",
-                f"  store i32 %r{k}, ptr %sp{k}, align 4",
-                f"  %xn{k} = add nuw i32 %x{k}, 1",
-                f"  %c{k} = icmp ult i32 %xn{k}, %x1.{k}",
-            ]
-            if len(self.exits[k]) == 1:
-                # Every thread ends at the same point: the summary is known.
-                (c,) = self.exits[k]
-                live = 0 if c == DONE else c
+                single = len(self.exits[k]) == 1
+                if single:
+                    # Every thread of the region ends at the same point: the
+                    # simdgroup's states are one aligned vector store after
+                    # its loop (not 32 stores the unroller splits unevenly).
+                    out.append(f"  %rc{k} = call i32 @__mk_wistep_{n}_{k}(ptr %g, ptr %slots, ptr %stage, "
+                               f"ptr %frames, i32 %xc{k}, i32 %y{k}, i32 %z{k}, i32 %tc{k})")
+                else:
+                    out += call_step(k, f"%xc{k}", f"%tc{k}", f"c{k}")
                 out += [
-                    f"  br i1 %c{k}, label %L{k}.inner, label %L{k}.sumx",
-                    f"L{k}.sumx:",
-                    f"  %smn2.{k} = call i32 @llvm.umin.i32(i32 %mn{k}, i32 {c})",
-                    f"  %smx2.{k} = call i32 @llvm.umax.i32(i32 %mx{k}, i32 {live})",
-                    f"  %cnt{k} = sub i32 %x1.{k}, %x0.{k}",
-                    f"  %sdn2.{k} = add i32 %dn{k}, " + (f"%cnt{k}" if c == DONE else "0"),
+                    f"  %in{k} = add nuw nsw i32 %i{k}, 1",
+                    f"  %ic{k} = icmp ult i32 %in{k}, {W}",
+                    f"  br i1 %ic{k}, label %L{k}.cinner, label %L{k}.clatch",
+                    f"L{k}.clatch:",
+                ]
+                if single:
+                    (c,) = self.exits[k]
+                    out += [
+                        f"  %ct64.{k} = zext i32 %ct{k} to i64",
+                        f"  %csp{k} = getelementptr inbounds i32, ptr %states, i64 %ct64.{k}",
+                        f"  store <{W} x i32> <{', '.join([f'i32 {c}'] * W)}>, ptr %csp{k}, align 4",
+                    ]
+                out += [
+                    f"  %jn{k} = add nuw i32 %j{k}, 1",
+                    f"  %jc{k} = icmp ult i32 %jn{k}, %nch{k}",
+                    f"  br i1 %jc{k}, label %L{k}.chunk, label %L{k}.cexit",
+                    f"L{k}.cexit:",
+                    f"  %nchw{k} = shl i32 %nch{k}, 5",
+                    f"  %xce{k} = add i32 %x0.{k}, %nchw{k}",
+                    f"  br label %L{k}.step",
                 ]
             else:
-                out += [
-                f"  br i1 %c{k}, label %L{k}.inner, label %L{k}.sum",
-                # the summary, from the states just written (a loop of its own, so
-                # that the kernel's loop needs no reductions)
-                f"L{k}.sum:",
-                f"  %sx{k} = phi i32 [ %x0.{k}, %L{k}.inner ], [ %sxn{k}, %L{k}.sum ]",
-                f"  %smn{k} = phi i32 [ %mn{k}, %L{k}.inner ], [ %smn2.{k}, %L{k}.sum ]",
-                f"  %smx{k} = phi i32 [ %mx{k}, %L{k}.inner ], [ %smx2.{k}, %L{k}.sum ]",
-                f"  %sdn{k} = phi i32 [ %dn{k}, %L{k}.inner ], [ %sdn2.{k}, %L{k}.sum ]",
-                f"  %stid{k} = add i32 %row{k}, %sx{k}",
-                f"  %st64.{k} = zext i32 %stid{k} to i64",
-                f"  %ssp{k} = getelementptr inbounds i32, ptr %states, i64 %st64.{k}",
-                f"  %sr{k} = load i32, ptr %ssp{k}, align 4",
-                f"  %isdone{k} = icmp eq i32 %sr{k}, {DONE}",
-                f"  %live{k} = select i1 %isdone{k}, i32 0, i32 %sr{k}",
-                f"  %dbit{k} = zext i1 %isdone{k} to i32",
-                f"  %smn2.{k} = call i32 @llvm.umin.i32(i32 %smn{k}, i32 %sr{k})",
-                f"  %smx2.{k} = call i32 @llvm.umax.i32(i32 %smx{k}, i32 %live{k})",
-                f"  %sdn2.{k} = add i32 %sdn{k}, %dbit{k}",
-                f"  %sxn{k} = add nuw i32 %sx{k}, 1",
-                f"  %sc{k} = icmp ult i32 %sxn{k}, %x1.{k}",
-                f"  br i1 %sc{k}, label %L{k}.sum, label %L{k}.sumx",
-                f"L{k}.sumx:",
-                ]
+                out += [f"  %x1.{k} = add i32 %x1w.{k}, 0", f"  br label %L{k}.inner"]
+            prev = f"%L{k}.row"
             out += [
-                f"  %next{k} = add i32 %row{k}, %x1.{k}",
-                # the next row starts at x1, or at the start of the next y (z)
-                f"  %wrap{k} = icmp eq i32 %x1.{k}, %gsx",
-                f"  %nx{k} = select i1 %wrap{k}, i32 0, i32 %x1.{k}",
+                # the threads of this piece: only the kernel's code and the state
+                f"L{k}.inner:",
+                f"  %x{k} = phi i32 [ %x0.{k}, {prev} ], [ %xn{k}, %L{k}.inner ]",
+                f"  %tid{k} = add i32 %row{k}, %x{k}",
+            ]
+            out += call_step(k, f"%x{k}", f"%tid{k}", f"{k}")
+            out += [
+                f"  %xn{k} = add nuw i32 %x{k}, 1",
+                f"  %c{k} = icmp ult i32 %xn{k}, %x1.{k}",
+                f"  br i1 %c{k}, label %L{k}.inner, label %L{k}.step",
+                f"L{k}.step:",
+                f"  %xe{k} = phi i32 [ %x1.{k}, %L{k}.inner ]"
+                + (f", [ %xce{k}, %L{k}.cexit ]" if chunk else ""),
+                f"  %next{k} = add i32 %row{k}, %xe{k}",
+                # the next piece starts at xe, or at the start of the next y (z)
+                f"  %wrap{k} = icmp eq i32 %xe{k}, %gsx",
+                f"  %nx{k} = select i1 %wrap{k}, i32 0, i32 %xe{k}",
                 f"  %y1.{k} = add i32 %y{k}, 1",
                 f"  %ywrap{k} = icmp eq i32 %y1.{k}, %gsy",
                 f"  %yw{k} = select i1 %ywrap{k}, i32 0, i32 %y1.{k}",
@@ -1643,17 +1687,83 @@ class PerThread:
                 f"  %ny{k} = select i1 %wrap{k}, i32 %yw{k}, i32 %y{k}",
                 f"  %nz{k} = select i1 %wrap{k}, i32 %zw{k}, i32 %z{k}",
                 f"  br label %L{k}.outer",
+                # an empty range: the summary of no thread
                 f"L{k}.end:",
+                f"  %any{k} = icmp ult i32 %b, %e",
+                f"  br i1 %any{k}, label %L{k}.summ, label %done",
+                f"L{k}.summ:",
+            ]
+            if len(self.exits[k]) == 1:
+                # Every thread ends at the same point: the summary is known.
+                (c,) = self.exits[k]
+                live = 0 if c == DONE else c
+                out += [
+                    f"  %cnt{k} = sub i32 %e, %b",
+                    f"  %mn{k} = add i32 {c}, 0",
+                    f"  %mx{k} = add i32 {live}, 0",
+                    f"  %dn{k} = " + (f"add i32 %cnt{k}, 0" if c == DONE else "add i32 0, 0"),
+                    f"  %llo{k} = " + ("add i32 65535, 0" if c == DONE else "add i32 %b, 0"),
+                    f"  %lhi{k} = " + ("add i32 0, 0" if c == DONE else "add i32 %e, 0"),
+                    f"  br label %L{k}.ret",
+                ]
+            else:
+                # The summary, from the states just written: one loop over
+                # [b, e) after the region (no reductions in the kernel's loop,
+                # and one horizontal reduction per call, not per row).
+                out += [
+                    f"  br label %L{k}.sum",
+                    f"L{k}.sum:",
+                    f"  %st{k} = phi i32 [ %b, %L{k}.summ ], [ %stn{k}, %L{k}.sum ]",
+                    f"  %smn{k} = phi i32 [ -1, %L{k}.summ ], [ %smn2.{k}, %L{k}.sum ]",
+                    f"  %smx{k} = phi i32 [ 0, %L{k}.summ ], [ %smx2.{k}, %L{k}.sum ]",
+                    f"  %sdn{k} = phi i32 [ 0, %L{k}.summ ], [ %sdn2.{k}, %L{k}.sum ]",
+                    f"  %slo{k} = phi i32 [ 65535, %L{k}.summ ], [ %slo2.{k}, %L{k}.sum ]",
+                    f"  %shi{k} = phi i32 [ 0, %L{k}.summ ], [ %shi2.{k}, %L{k}.sum ]",
+                    f"  %st64.{k} = zext i32 %st{k} to i64",
+                    f"  %ssp{k} = getelementptr inbounds i32, ptr %states, i64 %st64.{k}",
+                    f"  %sr{k} = load i32, ptr %ssp{k}, align 4",
+                    f"  %isdone{k} = icmp eq i32 %sr{k}, {DONE}",
+                    f"  %live{k} = select i1 %isdone{k}, i32 0, i32 %sr{k}",
+                    f"  %dbit{k} = zext i1 %isdone{k} to i32",
+                    f"  %smn2.{k} = call i32 @llvm.umin.i32(i32 %smn{k}, i32 %sr{k})",
+                    f"  %smx2.{k} = call i32 @llvm.umax.i32(i32 %smx{k}, i32 %live{k})",
+                    f"  %sdn2.{k} = add i32 %sdn{k}, %dbit{k}",
+                    f"  %stn{k} = add nuw i32 %st{k}, 1",
+                    # the span of the threads not DONE
+                    f"  %lidx{k} = select i1 %isdone{k}, i32 65535, i32 %st{k}",
+                    f"  %hidx{k} = select i1 %isdone{k}, i32 0, i32 %stn{k}",
+                    f"  %slo2.{k} = call i32 @llvm.umin.i32(i32 %slo{k}, i32 %lidx{k})",
+                    f"  %shi2.{k} = call i32 @llvm.umax.i32(i32 %shi{k}, i32 %hidx{k})",
+                    f"  %sc{k} = icmp ult i32 %stn{k}, %e",
+                    f"  br i1 %sc{k}, label %L{k}.sum, label %L{k}.sumx",
+                    f"L{k}.sumx:",
+                    f"  %mn{k} = phi i32 [ %smn2.{k}, %L{k}.sum ]",
+                    f"  %mx{k} = phi i32 [ %smx2.{k}, %L{k}.sum ]",
+                    f"  %dn{k} = phi i32 [ %sdn2.{k}, %L{k}.sum ]",
+                    f"  %llo{k} = phi i32 [ %slo2.{k}, %L{k}.sum ]",
+                    f"  %lhi{k} = phi i32 [ %shi2.{k}, %L{k}.sum ]",
+                    f"  br label %L{k}.ret",
+                ]
+            out += [
+                f"L{k}.ret:",
                 f"  %mnz{k} = zext i32 %mn{k} to i64",
                 f"  %hiz{k} = zext i32 %mx{k} to i64",
                 f"  %his{k} = shl i64 %hiz{k}, 32",
                 f"  %lo{k} = or i64 %his{k}, %mnz{k}",
+                # ndone | live_lo << 32 | live_hi << 48 (mk/workitem.h, Summary)
                 f"  %dnz{k} = zext i32 %dn{k} to i64",
+                f"  %lloz{k} = zext i32 %llo{k} to i64",
+                f"  %llos{k} = shl i64 %lloz{k}, 32",
+                f"  %lhiz{k} = zext i32 %lhi{k} to i64",
+                f"  %lhis{k} = shl i64 %lhiz{k}, 48",
+                f"  %lsp{k} = or i64 %llos{k}, %lhis{k}",
+                f"  %second{k} = or i64 %lsp{k}, %dnz{k}",
                 f"  %res{k}.0 = insertvalue {{ i64, i64 }} poison, i64 %lo{k}, 0",
-                f"  %res{k} = insertvalue {{ i64, i64 }} %res{k}.0, i64 %dnz{k}, 1",
+                f"  %res{k} = insertvalue {{ i64, i64 }} %res{k}.0, i64 %second{k}, 1",
                 f"  ret {{ i64, i64 }} %res{k}",
             ]
-        out += ["done:", "  ret { i64, i64 } { i64 4294967295, i64 0 }", "}", ""]
+        # no thread: lowest state ~0, no live thread (live_lo 0xffff)
+        out += ["done:", f"  ret {{ i64, i64 }} {{ i64 4294967295, i64 {0xFFFF << 32} }}", "}", ""]
         return out
 
     def descriptor_text(self) -> list[str]:

@@ -225,19 +225,7 @@ def lib():
     return metal_kernel.compile_shader(SOURCE)
 
 
-@pytest.fixture(scope="module")
-def fiber_lib():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("METAL_KERNEL_WORKITEM_LOOPS", "0")
-    try:
-        return metal_kernel.compile_shader(SOURCE)
-    finally:
-        mp.undo()
-
-
-@pytest.fixture(params=["workitem", "fibers"])
-def both(request, lib, fiber_lib):
-    return lib if request.param == "workitem" else fiber_lib
+# fiber_lib and both: tests/runtime/conftest.py
 
 
 def test_modes(lib, fiber_lib):

@@ -15,6 +15,9 @@
 
 namespace mk {
 
+// The computations of SIMD_BARRIER .. SIMD_PREFIX_EXCLUSIVE_PRODUCT and of
+// SIMD_BROADCAST_FIRST .. SIMD_ACTIVE_MASK never read lane_arg: work-item
+// loops store no argument for them (ARGLESS_SIMD_OPS in runtime/workitem.py).
 enum SimdOp : uint32_t {
   SIMD_BARRIER = 1,
   SIMD_SUM,

@@ -157,11 +157,17 @@ struct TgAlloc {
   uint64_t slot, size, align;
 };
 // What a run of threads ended at: the lowest state, the highest state
-// other than DONE (0: none) and how many threads are DONE.
+// other than DONE (0: none), how many threads are DONE, and the span of the
+// threads that are not (when they are consecutive, the driver needs no
+// per-thread masks). Returned in two registers; the generated loop function
+// returns { i64 states, i64 ndone | live_lo << 32 | live_hi << 48 }.
 struct Summary {
-  uint64_t states;  // lowest | highest live << 32
-  uint64_t ndone;
+  uint64_t states;   // lowest | highest live << 32
+  uint32_t ndone;
+  uint16_t live_lo;  // lowest thread not DONE (0xffff: none)
+  uint16_t live_hi;  // highest thread not DONE, plus one (0: none)
 };
+static_assert(sizeof(Summary) == 16 && offsetof(Summary, live_lo) == 12, "mirrored in runtime/workitem.py");
 // Runs threads [b, e) from `resume` to their next point and stores each
 // one's new state.
 typedef Summary (*LoopFn)(const WiGroup* g, void* slots, void* stage, void* frames, uint32_t* states,
@@ -245,21 +251,25 @@ struct GroupState {
 inline Summary combine(Summary a, Summary b) {
   const uint32_t mn = uint32_t(a.states) < uint32_t(b.states) ? uint32_t(a.states) : uint32_t(b.states);
   const uint32_t la = uint32_t(a.states >> 32), lb = uint32_t(b.states >> 32);
-  return {(uint64_t(la > lb ? la : lb) << 32) | mn, a.ndone + b.ndone};
+  return {(uint64_t(la > lb ? la : lb) << 32) | mn, a.ndone + b.ndone,
+          a.live_lo < b.live_lo ? a.live_lo : b.live_lo, a.live_hi > b.live_hi ? a.live_hi : b.live_hi};
 }
 
-constexpr Summary kEmpty = {0xffffffffu, 0};
+constexpr Summary kEmpty = {0xffffffffu, 0, 0xffff, 0};
 
 inline Summary summarize(const uint32_t* st, uint32_t n) {
-  uint32_t mn = 0xffffffffu, mx = 0, done = 0;
+  uint32_t mn = 0xffffffffu, mx = 0, done = 0, lo = 0xffff, hi = 0;
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t p = st[t];
     mn = p < mn ? p : mn;
     const uint32_t live = p == DONE ? 0 : p;
     mx = live > mx ? live : mx;
     done += p == DONE;
+    const uint32_t l = p == DONE ? 0xffff : t, h = p == DONE ? 0 : t + 1;
+    lo = l < lo ? l : lo;
+    hi = h > hi ? h : hi;
   }
-  return {(uint64_t(mx) << 32) | mn, done};
+  return {(uint64_t(mx) << 32) | mn, done, uint16_t(lo), uint16_t(hi)};
 }
 
 // Runs threads [b, e), all resuming at `resume`.
@@ -279,16 +289,26 @@ inline Summary run_range(GroupState& G, uint32_t resume, uint32_t b, uint32_t e)
   return mm;
 }
 
+static_assert(MK_SIMD_WIDTH == 32, "state_masks packs a simdgroup into 32 bits");
+typedef uint32_t StateRow __attribute__((ext_vector_type(32)));
+typedef bool StateBits __attribute__((ext_vector_type(32)));
+static_assert(sizeof(StateBits) == 4, "32 lanes, one bit each");
+
 // Bit t % 32 of masks[t / 32]: thread t is at point `p`.
 inline void state_masks(const GroupState& G, uint32_t p, uint32_t* masks) {
-  for (uint32_t lo = 0; lo < G.n; lo += MK_SIMD_WIDTH) {
-    const uint32_t hi = lo + MK_SIMD_WIDTH < G.n ? lo + MK_SIMD_WIDTH : G.n;
+  uint32_t lo = 0;
+  for (; lo + MK_SIMD_WIDTH <= G.n; lo += MK_SIMD_WIDTH) {
+    // A whole simdgroup: one vector compare, its lanes' bits as an integer.
+    StateRow row;
+    memcpy(&row, G.st + lo, sizeof(row));
+    const StateBits eq = __builtin_convertvector(row == p, StateBits);
+    uint32_t mask;
+    memcpy(&mask, &eq, sizeof(mask));
+    masks[lo / MK_SIMD_WIDTH] = mask;
+  }
+  if (lo < G.n) {
     uint32_t mask = 0;
-    if (hi - lo == MK_SIMD_WIDTH) {  // a fixed trip count: one vector compare
-      for (uint32_t i = 0; i < MK_SIMD_WIDTH; ++i) mask |= uint32_t(G.st[lo + i] == p) << i;
-    } else {
-      for (uint32_t t = lo; t < hi; ++t) mask |= uint32_t(G.st[t] == p) << (t - lo);
-    }
+    for (uint32_t t = lo; t < G.n; ++t) mask |= uint32_t(G.st[t] == p) << (t - lo);
     masks[lo / MK_SIMD_WIDTH] = mask;
   }
 }
@@ -310,7 +330,7 @@ inline uint32_t next_bit(const GroupState& G, const uint32_t* masks, uint32_t t,
 // Runs the `live` threads whose state is `p` (`masks`, from state_masks),
 // in runs of consecutive ones; every other thread has finished.
 inline Summary run_state(GroupState& G, uint32_t p, uint32_t live, const uint32_t* masks) {
-  Summary mm = {DONE, G.n - live};
+  Summary mm = {DONE, G.n - live, 0xffff, 0};
   for (uint32_t t = next_bit(G, masks, 0, true); t < G.n;) {
     const uint32_t e = next_bit(G, masks, t, false);
     mm = combine(mm, run_range(G, p, t, e));
@@ -339,27 +359,39 @@ inline bool simd_multi(uint32_t op) {
   return (op >= SIMD_SUM && op <= SIMD_XOR) || op == SIMD_ANY || op == SIMD_ALL;
 }
 
-// Every thread of the group waits at simd point `id`, none has finished.
-inline void simd_all(GroupState& G, uint32_t id) {
+// Lanes [a, b) of simdgroup [lo, hi) (a, b inside it).
+inline uint32_t lane_span(uint32_t lo, uint32_t a, uint32_t b) {
+  const uint32_t w = b - a;
+  return (w >= MK_SIMD_WIDTH ? 0xffffffffu : (1u << w) - 1u) << (a - lo);
+}
+
+// Threads [b, e) wait at simd point `id`, every other thread has finished:
+// each simdgroup's lanes in [b, e) are its active lanes.
+inline void simd_range(GroupState& G, uint32_t id, uint32_t b, uint32_t e) {
   const Sync& s = G.k->syncs[id];
-  const uint32_t full = G.n / MK_SIMD_WIDTH;
-  uint32_t lo = 0;
+  uint32_t lo = b & ~uint32_t(MK_SIMD_WIDTH - 1);
+  if (lo < b) {  // a simdgroup entered part of the way
+    const uint32_t hi = lo + MK_SIMD_WIDTH < G.n ? lo + MK_SIMD_WIDTH : G.n;
+    simd_compute(G, id, lo, hi, lane_span(lo, b, e < hi ? e : hi));
+    lo += MK_SIMD_WIDTH;
+  }
+  const uint32_t full = lo < e ? (e - lo) / MK_SIMD_WIDTH : 0;
   if (full > 1 && simd_multi(s.op)) {
     DenseLanes l;
-    l.in = G.slots + G.k->simd_in_offset;
-    l.out = G.slots + G.k->simd_out_offset;
-    l.args = reinterpret_cast<const uint32_t*>(G.slots + G.k->simd_arg_offset);
+    l.in = G.slots + G.k->simd_in_offset + uint64_t(lo) * G.k->simd_in_stride;
+    l.out = G.slots + G.k->simd_out_offset + uint64_t(lo) * G.k->simd_out_stride;
+    l.args = reinterpret_cast<const uint32_t*>(G.slots + G.k->simd_arg_offset) + lo;
     l.in_stride = uint32_t(G.k->simd_in_stride);
     l.out_stride = uint32_t(G.k->simd_out_stride);
     l.active_mask = 0xffffffffu;
     l.count = MK_SIMD_WIDTH;
     l.groups = full;
     s.dense(l);
-    lo = full * MK_SIMD_WIDTH;
+    lo += full * MK_SIMD_WIDTH;
   }
-  for (; lo < G.n; lo += MK_SIMD_WIDTH) {
+  for (; lo < e; lo += MK_SIMD_WIDTH) {
     const uint32_t hi = lo + MK_SIMD_WIDTH < G.n ? lo + MK_SIMD_WIDTH : G.n;
-    simd_compute(G, id, lo, hi, hi - lo == 32 ? 0xffffffffu : (1u << (hi - lo)) - 1);
+    simd_compute(G, id, lo, hi, lane_span(lo, lo, e < hi ? e : hi));
   }
 }
 
@@ -436,14 +468,23 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
       // that returned count as arrived at a barrier, and are inactive lanes
       // of a simd function. (mn == live_max: every state is mn or DONE.)
       if (!mm.ndone) {
-        if (k->syncs[mn].kind == SYNC_SIMD) simd_all(G, mn);
+        if (k->syncs[mn].kind == SYNC_SIMD) simd_range(G, mn, 0, n);
         mm = run_range(G, mn, 0, n);
+        continue;
+      }
+      const uint32_t live = n - mm.ndone;
+      if (uint32_t(mm.live_hi) - mm.live_lo == live) {
+        // ... and they are consecutive (`if (lid < k) return;` and the
+        // like): one run, no per-thread masks.
+        const uint32_t lo = mm.live_lo, hi = mm.live_hi;
+        if (k->syncs[mn].kind == SYNC_SIMD) simd_range(G, mn, lo, hi);
+        mm = combine({DONE, n - live, 0xffff, 0}, run_range(G, mn, lo, hi));
         continue;
       }
       uint32_t masks[MK_MAX_THREADS_PER_GROUP / MK_SIMD_WIDTH];
       state_masks(G, mn, masks);
       if (k->syncs[mn].kind == SYNC_SIMD) simd_at(G, mn, masks);
-      mm = run_state(G, mn, n - uint32_t(mm.ndone), masks);
+      mm = run_state(G, mn, live, masks);
       continue;
     }
     // Threads at different points. Simdgroup operations first: in each
