@@ -33,5 +33,10 @@ class KernelError(RuntimeError):
         self.address = address
 
 
+class KernelTimeout(KernelError, TimeoutError):
+    """A dispatch that ran past its `timeout=` (or $METAL_KERNEL_TIMEOUT) and
+    was stopped; its outputs are undefined."""
+
+
 class ToolchainError(RuntimeError):
     """No usable C++ compiler for the runtime."""

@@ -10,7 +10,7 @@ import struct
 from collections.abc import Mapping, Sequence
 
 from .compiler import CompiledLibrary, CompileOptions, compile_library
-from .errors import KernelError
+from .errors import KernelError, KernelTimeout
 from .native import DISPATCH_COALESCE, DISPATCH_NEVER_SYNCS, ErrorInfo, Launch, U3, load_kernel_library, runtime
 from .rewriter import KernelEntry
 
@@ -110,6 +110,13 @@ def _numpy_binding(a, index: int, kernel: str):
     lo, hi = byte_bounds(root)
     ptr = a.__array_interface__["data"][0]
     return ptr, hi - ptr
+
+
+# ErrorInfo.kind values set by the dispatcher itself (src/mkrt.cpp), and the
+# coordinate meaning "not known".
+_ERR_TIMEOUT = 5
+_ERR_INTERRUPTED = 6
+_UNKNOWN = 0xFFFFFFFF
 
 
 class Kernel:
@@ -248,20 +255,39 @@ class Kernel:
 
     # ----------------------------------------------------------- dispatch --
     def __call__(self, *args, threads=None, group_size=None, arg_casts=None,
-                 threadgroups=None, threadgroup_memory=None):
+                 threadgroups=None, threadgroup_memory=None, timeout=None):
+        """Runs the kernel to completion. `timeout` (seconds; default
+        $METAL_KERNEL_TIMEOUT, else none) stops a dispatch that runs longer
+        with KernelTimeout; Ctrl-C stops it with KeyboardInterrupt."""
         b = self._bind(args, arg_casts)
         self._check_buffers(b)
         grid, group, ngroups = self._geometry(args, threads, group_size, threadgroups)
+        timeout_ms = self._timeout_ms(timeout)
         if 0 in grid:
             return None
-        self._launch(b, grid, group, ngroups, threadgroup_memory)
+        self._launch(b, grid, group, ngroups, threadgroup_memory, timeout_ms)
         return None
 
     def dispatch_threadgroups(self, *args, threadgroups, group_size, arg_casts=None,
-                              threadgroup_memory=None):
+                              threadgroup_memory=None, timeout=None):
         """dispatchThreadgroups: a count of whole groups (CUDA's <<<grid, block>>>)."""
         return self(*args, threadgroups=threadgroups, group_size=group_size, arg_casts=arg_casts,
-                    threadgroup_memory=threadgroup_memory)
+                    threadgroup_memory=threadgroup_memory, timeout=timeout)
+
+    def _timeout_ms(self, timeout) -> int:
+        where = "timeout="
+        if timeout is None:
+            timeout = os.environ.get("METAL_KERNEL_TIMEOUT", "").strip() or None
+            where = "$METAL_KERNEL_TIMEOUT"
+            if timeout is None:
+                return 0
+        try:
+            seconds = float(timeout)
+        except (TypeError, ValueError):
+            raise ValueError(f"kernel '{self.name}': {where} must be a number of seconds, got {timeout!r}") from None
+        if not seconds > 0:
+            raise ValueError(f"kernel '{self.name}': {where} must be positive, got {timeout!r}")
+        return max(1, round(seconds * 1000))
 
     def _geometry(self, args, threads, group_size, threadgroups):
         def as3(v, what):
@@ -311,7 +337,7 @@ class Kernel:
             raise ValueError(f"kernel '{self.name}': grid {grid} exceeds 2^32 threads per dimension")
         return grid, group, ng
 
-    def _launch(self, b: _Bound, grid, group, ngroups, threadgroup_memory):
+    def _launch(self, b: _Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0):
         n = len(b.ptrs)
         ptrs = (ctypes.c_void_p * max(n, 1))(*b.ptrs)
         sizes = (ctypes.c_uint64 * max(n, 1))(*b.sizes)
@@ -344,23 +370,31 @@ class Kernel:
         fn = self._fn
         if self._stream_fn is not None and _use_streaming_stores(sum(b.sizes)):
             fn = self._stream_fn
-        rc = runtime().mkrt_dispatch(fn, ctypes.byref(launch), ctypes.byref(err), flags)
+        rc = runtime().mkrt_dispatch(fn, ctypes.byref(launch), ctypes.byref(err), flags, timeout_ms)
         if rc != 0:
-            if self._fiber_fn is not None:
+            if err.kind == _ERR_INTERRUPTED:
+                raise KeyboardInterrupt(f"kernel '{self.name}' interrupted")
+            if self._fiber_fn is not None and err.kind != _ERR_TIMEOUT:
                 # Work-item loops and direct loops run without per-thread
                 # bookkeeping and cannot tell which thread faulted: the
                 # dispatch failed anyway (its outputs are undefined), so
                 # replay it with the tracked entry, which names the thread
                 # exactly; keep the first error if the replay does not fail.
                 err2 = ErrorInfo()
-                if runtime().mkrt_dispatch(self._fiber_fn, ctypes.byref(launch), ctypes.byref(err2), 0) != 0:
+                if runtime().mkrt_dispatch(self._fiber_fn, ctypes.byref(launch), ctypes.byref(err2), 0,
+                                           timeout_ms) != 0 and err2.kind not in (_ERR_TIMEOUT, _ERR_INTERRUPTED):
                     err = err2
             raise self._error(err, b)
 
     def _error(self, err: ErrorInfo, b: _Bound) -> KernelError:
         msg = err.message.decode(errors="replace")
-        thread = list(err.thread)
-        group = list(err.group)
+        thread = list(err.thread) if err.thread[0] != _UNKNOWN else None
+        group = list(err.group) if err.group[0] != _UNKNOWN else None
+        if err.kind == _ERR_TIMEOUT:
+            where = (f"; thread {thread} was running" if thread else
+                     f"; threadgroup {group} was running" if group else "")
+            return KernelTimeout(f"kernel '{self.name}': {msg}{where}", kernel=self.name, thread=thread,
+                                 threadgroup=group)
         text = f"kernel '{self.name}': {msg} in thread {thread} (threadgroup {group})"
         if err.kind in (1,) and err.address is not None:
             text += f" at address {err.address:#x}"

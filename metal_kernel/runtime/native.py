@@ -9,7 +9,7 @@ import threading
 
 from .compiler import build_runtime_library
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 DISPATCH_NEVER_SYNCS = 1  # MK_DISPATCH_NEVER_SYNCS in abi.h
 DISPATCH_COALESCE = 2  # MK_DISPATCH_COALESCE
 
@@ -56,7 +56,7 @@ def runtime() -> ctypes.CDLL:
         lib.mkrt_init.argtypes = [ctypes.c_int]
         lib.mkrt_init.restype = ctypes.c_int
         lib.mkrt_dispatch.argtypes = [ctypes.c_void_p, ctypes.POINTER(Launch), ctypes.POINTER(ErrorInfo),
-                                      ctypes.c_uint32]
+                                      ctypes.c_uint32, ctypes.c_uint64]
         lib.mkrt_dispatch.restype = ctypes.c_int
         nthreads = int(os.environ.get("METAL_KERNEL_NUM_THREADS", "0") or 0)
         lib.mkrt_init(nthreads)

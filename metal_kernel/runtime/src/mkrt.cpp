@@ -165,6 +165,12 @@ struct Dispatch;
 struct Worker {
   sigjmp_buf abort_jmp;
   volatile sig_atomic_t in_kernel = 0;
+  pthread_t self;
+  // Set when a cancelled dispatch stopped this worker inside the kernel:
+  // the group it was running, and the thread when it is known (fibers).
+  volatile sig_atomic_t stopped = 0;
+  uint32_t stopped_group[3];
+  uint32_t stopped_thread[3];
   Dispatch* dispatch = nullptr;
   uint32_t flags = 0;  // of the current dispatch
   uint64_t chunk_end = 0;   // end of the chunk of groups being run
@@ -493,6 +499,7 @@ struct Dispatch {
   uint64_t chunk;   // groups taken per atomic increment
   uint64_t next;    // next group index (atomic)
   int failed;       // set once (atomic)
+  int cancel;       // 0, or why the dispatcher stopped it: kErrTimeout / kErrInterrupted
   ErrorInfo* error;
   pthread_mutex_t error_mutex;
 };
@@ -575,6 +582,81 @@ void on_fault(int sig, siginfo_t* info, void* uctx) {
   siglongjmp(w->abort_jmp, 1);
 }
 
+// ---------------------------------------------------- stopping a dispatch --
+// A kernel that never finishes (`for (uint i = n; i >= 0; --i)`) must not
+// take the user's process with it. The dispatching thread waits with a
+// deadline and watches for Ctrl-C; to stop, it marks the dispatch cancelled
+// and sends each worker kStopSignal, whose handler leaves the kernel the way
+// a fault does (siglongjmp to the worker's loop; the group is abandoned).
+
+constexpr int kErrTimeout = 5;
+constexpr int kErrInterrupted = 6;
+
+int stop_signal() { return SIGRTMIN + 6; }
+
+void on_stop(int, siginfo_t*, void*) {
+  Worker* w = tls_worker;
+  // Outside kernel code (between groups, recording an error, waiting for
+  // work) the worker notices the cancelled dispatch by itself.
+  if (!w || !w->in_kernel || !w->dispatch || !__atomic_load_n(&w->dispatch->cancel, __ATOMIC_RELAXED)) return;
+  w->in_kernel = 0;
+  w->stopped_group[0] = w->run0.threadgroup_position.x;
+  w->stopped_group[1] = w->run0.threadgroup_position.y;
+  w->stopped_group[2] = w->run0.threadgroup_position.z;
+  if (w->fiber_mode) {
+    thread_position(w, w->running, w->stopped_thread);
+  } else {  // direct loops and work-item loops do not track the running thread
+    w->stopped_thread[0] = w->stopped_thread[1] = w->stopped_thread[2] = 0xFFFFFFFFu;
+  }
+  w->stopped = 1;
+  siglongjmp(w->abort_jmp, 1);
+}
+
+// Ctrl-C during a dispatch: noted for the dispatcher, then handed to the
+// handler installed before (Python's, which raises KeyboardInterrupt once
+// the dispatch returns).
+volatile sig_atomic_t g_sigint_seen = 0;
+struct sigaction g_previous_sigint;
+
+void on_sigint(int sig, siginfo_t* info, void* uctx) {
+  g_sigint_seen = 1;
+  const struct sigaction& prev = g_previous_sigint;
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction) prev.sa_sigaction(sig, info, uctx);
+  } else if (prev.sa_handler != SIG_IGN && prev.sa_handler != SIG_DFL && prev.sa_handler) {
+    prev.sa_handler(sig);
+  }
+}
+
+void install_stop_handlers() {
+  struct sigaction cur;
+  sigaction(stop_signal(), nullptr, &cur);
+  if (!((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_stop)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_stop;
+    // Blocked while its handler runs (the abort path in work() unblocks it).
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(stop_signal(), &sa, nullptr);
+  }
+  // Chain to SIGINT only when someone handles it: with the default action
+  // Ctrl-C ends the process, as the user expects; ignored stays ignored.
+  sigaction(SIGINT, nullptr, &cur);
+  const bool ours = (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigint;
+  const bool handled = (cur.sa_flags & SA_SIGINFO) ? cur.sa_sigaction != nullptr
+                                                   : (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN);
+  if (!ours && handled) {
+    g_previous_sigint = cur;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigint;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | (cur.sa_flags & SA_RESTART);
+    sa.sa_mask = cur.sa_mask;
+    sigaction(SIGINT, &sa, nullptr);
+  }
+}
+
 void install_handlers() {
   for (int sig : kSignals) {
     struct sigaction cur;
@@ -600,6 +682,8 @@ struct Pool {  // calloc'ed and initialised in mkrt_init
   uint64_t generation;
   int busy;
   pthread_mutex_t dispatch_mutex;  // one dispatch at a time
+  Worker** workers;  // nthreads entries once every worker has started
+  int registered;
 };
 
 Pool* g_pool = nullptr;
@@ -620,6 +704,7 @@ void work(Worker* w, Dispatch* d) {
       w->in_kernel = 1;
       w->chunk_end = last;
       for (uint64_t g = first; g < last; ++g) {
+        if (__atomic_load_n(&d->failed, __ATOMIC_RELAXED)) break;
         w->coalesced = 0;
         run_group(w, g);
         g += w->coalesced;
@@ -630,6 +715,7 @@ void work(Worker* w, Dispatch* d) {
       sigset_t faults;
       sigemptyset(&faults);
       for (int sig : kSignals) sigaddset(&faults, sig);
+      sigaddset(&faults, stop_signal());
       pthread_sigmask(SIG_UNBLOCK, &faults, nullptr);
       break;  // the group was abandoned; its fibers are reset next time
     }
@@ -650,6 +736,11 @@ void* worker_main(void* arg) {
   memset(mem, 0, sizeof(Worker));
   Worker* w = static_cast<Worker*>(mem);
   tls_worker = w;
+  w->self = pthread_self();
+  pthread_mutex_lock(&p->m);
+  p->workers[p->registered++] = w;
+  pthread_cond_broadcast(&p->done);
+  pthread_mutex_unlock(&p->m);
   // Faults on a fiber (stack overflow included) are handled on this stack.
   stack_t ss;
   ss.ss_sp = malloc(1 << 16);
@@ -686,6 +777,7 @@ __attribute__((visibility("default"))) int mkrt_init(int nthreads) {
     if (nthreads <= 0) nthreads = 1;
   }
   g_pool = static_cast<Pool*>(calloc(1, sizeof(Pool)));
+  g_pool->workers = static_cast<Worker**>(calloc(size_t(nthreads), sizeof(Worker*)));
   pthread_mutex_init(&g_pool->m, nullptr);
   pthread_cond_init(&g_pool->wake, nullptr);
   pthread_cond_init(&g_pool->done, nullptr);
@@ -698,12 +790,52 @@ __attribute__((visibility("default"))) int mkrt_init(int nthreads) {
     if (pthread_create(&t, &attr, worker_main, g_pool) == 0) g_pool->nthreads++;
   }
   pthread_attr_destroy(&attr);
+  // Every worker registered before the first dispatch (so it can be stopped).
+  pthread_mutex_lock(&g_pool->m);
+  while (g_pool->registered < g_pool->nthreads) pthread_cond_wait(&g_pool->done, &g_pool->m);
+  pthread_mutex_unlock(&g_pool->m);
   return g_pool->nthreads;
 }
 
+namespace {
+
+uint64_t monotonic_ns() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
+}
+
+// Marks the dispatch cancelled (first error wins) and signals every worker
+// once. A worker outside kernel code ignores the signal and sees `failed`
+// (set before the signal) before it runs another group. Called with the
+// pool mutex held.
+void stop_dispatch(Dispatch* d, int why, uint64_t timeout_ms) {
+  {
+    __atomic_store_n(&d->cancel, why, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&d->error_mutex);
+    if (!__atomic_exchange_n(&d->failed, 1, __ATOMIC_SEQ_CST)) {
+      ErrorInfo* e = d->error;
+      e->kind = why;
+      e->thread[0] = e->thread[1] = e->thread[2] = 0xFFFFFFFFu;
+      e->group[0] = e->group[1] = e->group[2] = 0xFFFFFFFFu;
+      if (why == kErrTimeout)
+        snprintf(e->message, sizeof e->message,
+                 "did not finish within %.3g s and was stopped (an endless loop?)", double(timeout_ms) / 1000.0);
+      else
+        snprintf(e->message, sizeof e->message, "interrupted (Ctrl-C)");
+    }
+    pthread_mutex_unlock(&d->error_mutex);
+  }
+  for (int i = 0; i < g_pool->nthreads; ++i) pthread_kill(g_pool->workers[i]->self, stop_signal());
+}
+
+}  // namespace
+
 // Runs one dispatch to completion. Returns 0, or 1 with `error` filled.
+// `timeout_ms` (0: none) bounds its wall time; Ctrl-C stops it too.
 __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const Launch* launch,
-                                                         ErrorInfo* error, uint32_t flags) {
+                                                         ErrorInfo* error, uint32_t flags,
+                                                         uint64_t timeout_ms) {
   if (!g_pool) mkrt_init(0);
   memset(error, 0, sizeof *error);
   const uint64_t ngroups = uint64_t(launch->threadgroups_per_grid.x) *
@@ -722,15 +854,51 @@ __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const La
   if (d.chunk < 1) d.chunk = 1;
   d.next = 0;
   d.failed = 0;
+  d.cancel = 0;
   d.error = error;
   pthread_mutex_init(&d.error_mutex, nullptr);
+  install_stop_handlers();
+  g_sigint_seen = 0;
+  for (int i = 0; i < g_pool->nthreads; ++i) g_pool->workers[i]->stopped = 0;
+  const uint64_t start = monotonic_ns();
   pthread_mutex_lock(&g_pool->m);
   g_pool->job = &d;
   g_pool->busy = g_pool->nthreads;
   g_pool->generation++;
   pthread_cond_broadcast(&g_pool->wake);
-  while (g_pool->busy != 0) pthread_cond_wait(&g_pool->done, &g_pool->m);
+  // Wake up every 50 ms to check the deadline and Ctrl-C.
+  while (g_pool->busy != 0) {
+    const uint64_t now = monotonic_ns();
+    if (d.cancel) {
+      // stopping: wait for the workers
+    } else if (g_sigint_seen) {
+      stop_dispatch(&d, kErrInterrupted, timeout_ms);
+    } else if (timeout_ms && now - start >= timeout_ms * 1000000ull) {
+      stop_dispatch(&d, kErrTimeout, timeout_ms);
+    }
+    // The timeout is measured on the monotonic clock; the wait's deadline
+    // is on the realtime one, the only clock every pthread_cond_timedwait
+    // (this library links against whichever glibc version is oldest) uses.
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec += 1;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&g_pool->done, &g_pool->m, &ts);
+  }
   g_pool->job = nullptr;
+  if (d.cancel && error->kind == d.cancel) {
+    // Name a group (and thread, when known) that was still running.
+    for (int i = 0; i < g_pool->nthreads; ++i) {
+      Worker* w = g_pool->workers[i];
+      if (!w->stopped) continue;
+      memcpy(error->group, w->stopped_group, sizeof error->group);
+      memcpy(error->thread, w->stopped_thread, sizeof error->thread);
+      break;
+    }
+  }
   pthread_mutex_unlock(&g_pool->m);
   pthread_mutex_destroy(&d.error_mutex);
   pthread_mutex_unlock(&g_pool->dispatch_mutex);

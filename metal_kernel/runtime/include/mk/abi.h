@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MK_ABI_VERSION 1
+#define MK_ABI_VERSION 2
 #define MK_SIMD_WIDTH 32
 #define MK_MAX_THREADS_PER_GROUP 1024
 #define MK_MAX_TG_MEMORY 32768
