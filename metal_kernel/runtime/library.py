@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 
 from .compiler import CompiledLibrary, CompileOptions, compile_library
 from .errors import KernelError, KernelTimeout
-from .native import DISPATCH_COALESCE, DISPATCH_NEVER_SYNCS, ErrorInfo, Launch, U3, load_kernel_library, runtime
+from .native import (DISPATCH_COALESCE, DISPATCH_NEVER_SYNCS, DISPATCH_NO_FIBER, WORKITEM_MAX_BUFFERS,
+                     WORKITEM_MAX_TG_BUFFERS, ErrorInfo, Launch, U3, load_kernel_library, runtime)
 from .rewriter import KernelEntry
 
 MAX_THREADS_PER_THREADGROUP = 1024
@@ -367,6 +368,9 @@ class Kernel:
             flags = DISPATCH_NEVER_SYNCS
             if not wanted and self._static_tg == 0:
                 flags |= DISPATCH_COALESCE  # no threadgroup memory: groups may share a call
+        elif self._entry.mode == "workitem-loops" and n <= WORKITEM_MAX_BUFFERS and \
+                len(tg_sizes) <= WORKITEM_MAX_TG_BUFFERS:
+            flags = DISPATCH_NO_FIBER  # the driver will not fall back to fibers: no fiber per group
         fn = self._fn
         if self._stream_fn is not None and _use_streaming_stores(sum(b.sizes)):
             fn = self._stream_fn

@@ -9,9 +9,14 @@ import threading
 
 from .compiler import build_runtime_library
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 DISPATCH_NEVER_SYNCS = 1  # MK_DISPATCH_NEVER_SYNCS in abi.h
 DISPATCH_COALESCE = 2  # MK_DISPATCH_COALESCE
+DISPATCH_NO_FIBER = 4  # MK_DISPATCH_NO_FIBER
+# The work-item driver's limits (mk/workitem.h): launches within them never
+# fall back to fibers.
+WORKITEM_MAX_BUFFERS = 64  # MK_WI_MAX_BUFFERS
+WORKITEM_MAX_TG_BUFFERS = 64
 
 
 class U3(ctypes.Structure):

@@ -8,6 +8,7 @@ import torch
 
 import metal_kernel
 from metal_kernel import KernelError
+from metal_kernel.runtime.compiler import workitem_enabled
 
 SOURCE = r"""
 #include <metal_stdlib>
@@ -680,3 +681,27 @@ def test_a_failing_transform_leaves_the_library_on_fibers(monkeypatch, failure):
     x = torch.arange(64, dtype=torch.float32)
     lib.with_barrier(x, threads=64, group_size=64)
     assert x.tolist() == [float(63 - i) for i in range(64)]
+
+
+def test_launches_beyond_the_work_item_layout_fall_back_to_fibers():
+    # 66 buffers exceed the work-item driver's 64: those groups run on
+    # fibers (the dispatch must not take the no-fiber path), same results.
+    n = 66
+    params = ", ".join(f"device const float* in{i} [[buffer({i})]]" for i in range(n - 1))
+    total = " + ".join(f"in{i}[l]" for i in range(n - 1))
+    src = f"""
+    #include <metal_stdlib>
+    using namespace metal;
+    kernel void wide({params}, device float* out [[buffer({n - 1})]],
+                     uint l [[thread_position_in_threadgroup]], uint g [[thread_position_in_grid]]) {{
+      threadgroup float s[64];
+      s[l] = {total};
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      out[g] = s[63 - l];
+    }}"""
+    lib = metal_kernel.compile_shader(src)
+    assert lib.wide.execution_mode == ("workitem-loops" if workitem_enabled() else "fibers")
+    ins = [torch.full((64,), float(i)) for i in range(n - 1)]
+    out = torch.full((128,), float("nan"))
+    lib.wide(*ins, out, threads=128, group_size=64)
+    assert torch.equal(out, torch.full((128,), float(sum(range(n - 1)))))

@@ -244,6 +244,8 @@ void fiber_main(void* wp, void* runp) {
 
 // First synchronising call of a direct-mode group: continue on fibers.
 void upgrade(Worker* w) {
+  if (w->flags & (MK_DISPATCH_NEVER_SYNCS | MK_DISPATCH_NO_FIBER))  // not on a fiber: cannot switch
+    fail(w, 3, "internal error: a kernel run without fibers synchronised through the fiber scheduler");
   const uint32_t k = running_linear(w);
   w->fiber_mode = true;
   w->run0.upgraded = reinterpret_cast<const void*>(1);
@@ -475,9 +477,10 @@ void run_group(Worker* w, uint64_t index) {
     if (gs.x == d.x) r.group_count = k;
     w->coalesced = r.group_count - 1;
   }
-  if (w->flags & MK_DISPATCH_NEVER_SYNCS) {
-    // A kernel proved never to synchronise needs no fiber: run its loop on
-    // this stack (a fault still unwinds to work()'s sigsetjmp).
+  if (w->flags & (MK_DISPATCH_NEVER_SYNCS | MK_DISPATCH_NO_FIBER)) {
+    // A kernel proved never to synchronise, or a work-item driver that will
+    // not fall back to fibers, needs no fiber: run it on this stack (a
+    // fault still unwinds to work()'s sigsetjmp).
     w->entry(&r);
     return;
   }

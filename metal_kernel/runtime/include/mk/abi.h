@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MK_ABI_VERSION 2
+#define MK_ABI_VERSION 3
 #define MK_SIMD_WIDTH 32
 #define MK_MAX_THREADS_PER_GROUP 1024
 #define MK_MAX_TG_MEMORY 32768
@@ -16,6 +16,9 @@
 #define MK_DISPATCH_NEVER_SYNCS 1u  // the entry never synchronises: no fiber per group
 #define MK_DISPATCH_COALESCE 2u     // ... and uses no threadgroup memory: one call may run
                                     // several consecutive full groups of a row
+#define MK_DISPATCH_NO_FIBER 4u     // a work-item entry whose launch fits the work-item
+                                    // layout: it never falls back to fibers, so it runs on
+                                    // the worker's own stack (mk/workitem.h)
 
 namespace mk {
 
