@@ -19,9 +19,11 @@ address: 64-byte (or vector-size) aligned -> one wide non-temporal store,
 16-byte aligned -> 16-byte non-temporal pieces, else the ordinary store.
 The check is on the address of each store, so any buffer offset is safe.
 
-Only kernels with no private arrays (`alloca`) and no threadgroup memory
-get a clone: a non-temporal store to memory the kernel reads back at once
-would be slow, and those are the stores that do. The caller runs the
+Only kernels with no private arrays (`alloca`), no threadgroup memory and
+no atomics or fences get a clone: a non-temporal store to memory the kernel
+reads back at once would be slow, and those are the stores that do; and
+non-temporal stores are not ordered by x86's release fences, which a kernel
+publishing data through an atomic flag relies on. The caller runs the
 non-temporal stores' fence (`sfence`) before a dispatch completes
 (src/mkrt.cpp).
 
@@ -47,6 +49,7 @@ _STORE = re.compile(
     rf"^(?P<indent>\s*)store (?P<type><(?P<n>\d+) x (?P<elem>\w+)>) (?P<value>{_NAME}), "
     rf"ptr (?P<ptr>{_NAME}), align (?P<align>\d+)(?P<meta>(, !.*)?)$"
 )
+_ATOMIC = re.compile(r"\b(atomicrmw|cmpxchg|fence)\b|\b(load|store) atomic\b")
 _LABEL = re.compile(r"^(?P<name>[-a-zA-Z$._0-9]+):(\s|$)")
 _PHI_FROM = r"(\[\s*[^\[\]]+?,\s*){old}(\s*\])"
 
@@ -74,6 +77,10 @@ def _stream_clone(body: list[str], sym: int, counter: list[int]) -> list[str] | 
     __mk_stream_<sym>, or None when it has no store worth streaming."""
     text = "\n".join(body)
     if re.search(r"=\s*alloca\b", text) or "tg_alloc" in text:
+        return None
+    if _ATOMIC.search(text):
+        # Non-temporal stores are weakly ordered: a release fence or atomic
+        # (plain moves on x86) could publish a flag before the data.
         return None
     out = [body[0].replace(f"@__mk_fast_{sym}(", f"@__mk_stream_{sym}(", 1)]
     block: str | None = None  # label of the block being copied (None: entry block)

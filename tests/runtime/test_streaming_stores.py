@@ -159,3 +159,49 @@ def test_a_fault_in_the_streaming_variant_names_the_thread(lib, monkeypatch):
     assert e.value.thread == [4099, 0, 0]
     lib.saxpy(out, torch.ones(8192), torch.ones(8192), 1.0, threads=8192)  # still works
     assert (out == 2).all()
+
+
+# The transform's rules on a minimal loop (clang's shape: numbered blocks,
+# a self loop whose phi names the block being split).
+_LOOP_IR = """define void @__mk_fast_0(ptr %0, i64 %1) {
+  br label %3
+
+3:
+  %4 = phi i64 [ 0, %2 ], [ %7, %3 ]
+  %5 = getelementptr inbounds float, ptr %0, i64 %4
+  store <16 x float> zeroinitializer, ptr %5, align 4
+  store <16 x float> %v, ptr %5, align 4
+  {extra}
+  %7 = add i64 %4, 16
+  %8 = icmp ult i64 %7, %1
+  br i1 %8, label %3, label %9
+
+9:
+  ret void
+}"""
+
+
+def _transform(extra: str):
+    from metal_kernel.runtime.streaming import add_streaming_variants
+
+    return add_streaming_variants(_LOOP_IR.replace("{extra}", extra), [0])
+
+
+def test_transform_rewrites_wide_stores_and_the_phi_of_the_split_block():
+    r = _transform("")
+    assert r.symbols == {0}
+    clone = r.text[r.text.index("@__mk_stream_0("):]
+    assert clone.count("!nontemporal") == 2  # one store has a constant operand: untouched
+    assert "align 64, !nontemporal" in clone and "align 16, !nontemporal" in clone
+    # the back edge now comes from the block after the split
+    assert "[ %7, %mk.nt0.tail ]" in clone and "[ %7, %3 ]" not in clone
+
+
+@pytest.mark.parametrize("extra", [
+    "fence release",
+    "%a = atomicrmw add ptr %0, i32 1 monotonic",
+    "store atomic i32 1, ptr %0 release, align 4",
+    "%p = alloca [8 x float], align 16",
+])
+def test_transform_leaves_kernels_with_atomics_fences_or_private_arrays(extra):
+    assert _transform(extra).symbols == set()
