@@ -68,6 +68,7 @@ ALL_MARKERS = (BARRIER, SIMD, THREAD_INDEX, TG_ALLOC)
 FIBER_PREFIX = "__mk_fiber_"  # the markers' fiber-mode bodies (mk/workitem.h)
 
 DONE = 0x7FFFFFFF
+_SAVE = "save"  # PerThread.emit: a save at a cut, decided per step function
 MAX_THREADS = 1024
 WIGROUP_TG_ALLOCS = 80  # offsetof(WiGroup, tg_allocs), mk/workitem.h
 WIGROUP_SIZE = 1616  # sizeof(WiGroup)
@@ -1333,12 +1334,11 @@ class PerThread:
             if phi_stores:
                 lines += phi_stores
             if blk.sync:
+                # The saves (per step function: see _SAVE below) and the exit.
                 sp = self.syncs[blk.sync - 1]
                 for v in sp.live:
                     if v in slot_idx:
-                        t = self.tmp("s")
-                        lines.append(f"  %{t} = load {self.types[v]}, ptr {addr(v)}")
-                        lines.append(f"  store {self.types[v]} %{t}, ptr %mk.sa.{v}")
+                        lines.append((_SAVE, v))
                 lines.append(f"  ret i32 {sp.id}")
             out_blocks[lb] = lines
             blk._pending = pending_loads  # type: ignore[attr-defined]
@@ -1422,6 +1422,19 @@ class PerThread:
                     continue
                 body.append(f"{_ref(lb)[1:]}:")
                 for text in out_blocks[lb]:
+                    if isinstance(text, tuple):
+                        # Save v at this cut, unless this region cannot
+                        # redefine it: then v was live at the resume point
+                        # too, restored from its slot, and the slot still
+                        # holds exactly that value (only this thread's saves
+                        # write it). Accumulators a region does not touch
+                        # cost nothing.
+                        v = text[1]
+                        if self.defs[v].block in reach:
+                            t = self.tmp("s")
+                            body.append(f"  %{t} = load {self.types[v]}, ptr {addr(v)}")
+                            body.append(f"  store {self.types[v]} %{t}, ptr %mk.sa.{v}")
+                        continue
                     body.append(self._prune_phi(text, lb, reach, k))
             out.append(f"define internal i32 @__mk_wistep_{n}_{k}({params}){attr} {{")
             out.append("mk.entry:")

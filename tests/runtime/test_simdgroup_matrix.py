@@ -64,6 +64,53 @@ kernel void tg_multiply(device const float* A [[buffer(0)]], device const float*
   simdgroup_multiply(c, a, b);
   simdgroup_store(c, C);
 }
+// Several simdgroups per threadgroup, one 8x8 tile of C each: simdgroup_multiply
+// first, then multiply-accumulate (work-item loops resolve all the group's
+// simdgroups in one call). Whole simdgroups past the last tile return. With
+// WIDE, a simd_sum over a float4 makes the kernel's operand rows wider (the
+// product then reads them at a stride known only at run time); its result
+// goes to S.
+template <bool WIDE>
+kernel void gemm_tiles(device const float* A [[buffer(0)]], device const float* B [[buffer(1)]],
+                       device float* C [[buffer(2)]], constant uint3& mnk [[buffer(3)]],
+                       device float* S [[buffer(4)]],
+                       uint tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]],
+                       uint nsg [[simdgroups_per_threadgroup]], uint lane [[thread_index_in_simdgroup]]) {
+  const uint M = mnk.x, N = mnk.y, K = mnk.z;
+  const uint tile = tg * nsg + sg;
+  if (tile >= (M / 8) * (N / 8)) return;
+  const uint ty = tile / (N / 8), tx = tile % (N / 8);
+  simdgroup_float8x8 a, b, acc;
+  simdgroup_load(a, A, K, ulong2(0, ty * 8));
+  simdgroup_load(b, B, N, ulong2(tx * 8, 0));
+  simdgroup_multiply(acc, a, b);
+  for (uint k = 8; k < K; k += 8) {
+    simdgroup_load(a, A, K, ulong2(k, ty * 8));
+    simdgroup_load(b, B, N, ulong2(tx * 8, k));
+    simdgroup_multiply_accumulate(acc, a, b, acc);
+  }
+  simdgroup_store(acc, C, N, ulong2(tx * 8, ty * 8));
+  if (WIDE) {
+    const float4 s = simd_sum(float4(acc.thread_elements(), 1.0f, float(lane)));
+    if (lane == 0) S[tile] = s.x + s.y + s.z + s.w;
+  }
+}
+template [[host_name("gemm_tiles")]] kernel void gemm_tiles<false>(device const float*, device const float*, device float*, constant uint3&, device float*, uint, uint, uint, uint);
+template [[host_name("gemm_tiles_wide")]] kernel void gemm_tiles<true>(device const float*, device const float*, device float*, constant uint3&, device float*, uint, uint, uint, uint);
+
+// A partial simdgroup (threadgroups of 48 threads): its missing lanes hold
+// zeros in the product.
+kernel void partial_multiply(device const float* A [[buffer(0)]], device const float* B [[buffer(1)]],
+                             device float* C [[buffer(2)]], uint tg [[threadgroup_position_in_grid]],
+                             uint sg [[simdgroup_index_in_threadgroup]]) {
+  simdgroup_float8x8 a, b, c, d;
+  simdgroup_load(a, A + 64 * (2 * tg + sg));
+  simdgroup_load(b, B);
+  simdgroup_load(c, B + 64);
+  simdgroup_multiply_accumulate(d, a, b, c);
+  simdgroup_store(d, C + 64 * (2 * tg + sg));
+}
+
 kernel void diagonal(device float* dst [[buffer(0)]]) {
   simdgroup_float8x8 d(2.5f);
   simdgroup_store(d, dst, 8);
@@ -138,3 +185,58 @@ def test_scalar_constructor_is_diagonal(lib):
     dst = torch.full((64,), float("nan"))
     lib.diagonal(dst, threads=32)
     assert torch.equal(dst.reshape(8, 8), torch.eye(8) * 2.5)
+
+
+def _tiles(M, N):
+    return (M // 8) * (N // 8)
+
+
+@pytest.mark.parametrize("name", ["gemm_tiles", "gemm_tiles_wide"])
+@pytest.mark.parametrize("sgs", [1, 3, 4])
+def test_several_simdgroups_per_group_match_fibers_bit_for_bit(lib, fiber_lib, name, sgs):
+    torch.manual_seed(sgs)
+    M, N, K = 40, 32, 48
+    A, B = torch.randn(M, K), torch.randn(K, N)
+    tiles = _tiles(M, N)
+    groups = (tiles + sgs - 1) // sgs  # the last group has simdgroups past the last tile
+    outs = []
+    for l in (lib, fiber_lib):
+        C, S = torch.full((M, N), float("nan")), torch.full((tiles,), float("nan"))
+        getattr(l, name)(A, B, C, [M, N, K, 0], S, arg_casts={3: "int32"},
+                         threadgroups=groups, group_size=32 * sgs)
+        torch.testing.assert_close(C, A @ B, rtol=1e-4, atol=1e-4)
+        if name == "gemm_tiles_wide":
+            # per tile: the sum of C's 64 elements, 32 ones and lanes 0..31
+            want = (A @ B).reshape(M // 8, 8, N // 8, 8).sum((1, 3)).reshape(-1) + 32 + 496
+            torch.testing.assert_close(S, want, rtol=1e-4, atol=1e-3)
+        outs.append((C, S))
+    assert torch.equal(outs[0][0], outs[1][0])
+    if name == "gemm_tiles_wide":
+        assert torch.equal(outs[0][1], outs[1][1])
+
+
+def test_partial_simdgroup_multiply(lib, fiber_lib):
+    torch.manual_seed(7)
+    groups = 3
+    A, B = torch.randn(2 * groups, 8, 8), torch.randn(2, 8, 8)
+    outs = []
+    for l in (lib, fiber_lib):
+        C = torch.full((2 * groups, 8, 8), float("nan"))
+        l.partial_multiply(A, B, C, threadgroups=groups, group_size=48)
+        outs.append(C)
+    # Full simdgroups: A @ B + C. The 16-lane ones: only lanes 0..15 exist
+    # (rows 0..3 of the layout, see lane_coords); the others' elements are 0.
+    full = A[0::2] @ B[0] + B[1]
+    torch.testing.assert_close(outs[0][0::2], full, rtol=1e-5, atol=1e-5)
+    present = torch.zeros(8, 8, dtype=torch.bool)
+    for lane in range(16):
+        r, c = lane_coords(lane)
+        present[r, c:c + 2] = True
+    Ap = torch.where(present, A[1::2], torch.zeros(()))
+    Bp = torch.where(present, B[0], torch.zeros(()))
+    Cp = torch.where(present, B[1], torch.zeros(()))
+    want = Ap @ Bp + Cp
+    got = outs[0][1::2]
+    torch.testing.assert_close(got[:, present], want[:, present], rtol=1e-5, atol=1e-5)
+    assert torch.isnan(got[:, ~present]).all()  # lanes that do not exist store nothing
+    assert torch.equal(outs[0].nan_to_num(123.0), outs[1].nan_to_num(123.0))

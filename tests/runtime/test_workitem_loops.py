@@ -199,6 +199,25 @@ kernel void gemm_simdgroup(device const float* A [[buffer(0)]], device const flo
   simdgroup_store(acc11, C + (row0 + 8) * N + col0 + 8, N);
 }
 
+// Values live across several barriers that most regions leave alone (saved
+// only where a region may redefine them): `a` never changes, `b` changes in
+// the odd threads only, `c` only in the last round.
+kernel void keep_across(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                        uint lid [[thread_position_in_threadgroup]], uint gid [[thread_position_in_grid]]) {
+  threadgroup float buf[64];
+  const float a = x[gid] * 2.0f;
+  float b = a + 1.0f, c = x[gid];
+  for (uint r = 0; r < 3; ++r) {
+    buf[lid] = b;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (lid & 1) b += buf[(lid + 1) % 64];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (r == 2) c = c * 3.0f + simd_sum(b);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  out[gid] = a * 1000.0f + b + c * 0.5f;
+}
+
 // Faults after a barrier are reported at the exact thread (the dispatch is
 // replayed on fibers to find it).
 kernel void fault_after_barrier(device float* x [[buffer(0)]], uint lid [[thread_position_in_threadgroup]],
@@ -218,7 +237,7 @@ kernel void saxpy(device float* y [[buffer(0)]], device const float* x [[buffer(
 
 WORKITEM_KERNELS = ["tree_sum", "matmul_tiled", "c10_sum_max", "early_return", "smooth_rounds",
                     "local_array", "divergent_simd", "simd_loop", "ids_3d", "racy_uniform",
-                    "gemm_simdgroup", "fault_after_barrier"]
+                    "gemm_simdgroup", "fault_after_barrier", "keep_across"]
 
 
 @pytest.fixture(scope="module")
@@ -376,6 +395,30 @@ def test_simdgroup_matrix_gemm(both):
     C = nan(N, N)
     both.gemm_simdgroup(A, B, C, N, arg_casts={3: "int32"}, threadgroups=(N // 32, N // 32), group_size=128)
     torch.testing.assert_close(C, A @ B, rtol=1e-4, atol=1e-4)
+
+
+def test_values_kept_across_regions_that_do_not_touch_them(lib, fiber_lib):
+    torch.manual_seed(3)
+    x = torch.randn(128)
+    outs = []
+    for l in (lib, fiber_lib):
+        out = nan(128)
+        l.keep_across(x, out, threads=128, group_size=64)
+        outs.append(out)
+    # model: per group of 64
+    xs = x.double().view(2, 64)
+    a = xs * 2
+    b = a + 1
+    c = xs.clone()
+    idx = (torch.arange(64) + 1) % 64
+    odd = (torch.arange(64) & 1) == 1
+    for r in range(3):
+        b = torch.where(odd, b + b[:, idx], b)
+        if r == 2:
+            c = c * 3 + b.view(2, 2, 32).sum(2).repeat_interleave(32, 1)
+    want = (a * 1000 + b + c * 0.5).view(-1).float()
+    torch.testing.assert_close(outs[0], want, rtol=1e-4, atol=1e-2)
+    assert torch.equal(outs[0], outs[1])
 
 
 def test_fault_after_a_barrier_names_the_thread(lib):

@@ -11,6 +11,7 @@
 // three operands of every lane through the simd protocol (mk/simd.h), and the
 // elected lane computes the product in float and hands each lane its part.
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 
 #include "runtime.h"
@@ -152,6 +153,91 @@ inline void matrix_multiply_lanes(const L& l, bool accumulate) {
   else scatter_result<false>(l, D);
 }
 
+// Work-item loops, every lane active: straight from the operand arrays
+// (lane i's MatrixOperands at in + i * in_stride, its MatrixResult at
+// out + i * out_stride), no 8x8 copies. A row of B, C or D is 4 lanes' pairs;
+// each A element is broadcast from its lane's slot. Same arithmetic as
+// matrix_multiply_lanes: D[r][j] = fma(A[r][i], B[i][j], D[r][j]) for
+// i = 0..7 from C (or 0), one 8-wide vector per row. IS / OS: the strides
+// when known at compile time (addresses become constant displacements),
+// 0 to read them from `is` / `os`.
+typedef float MatrixRow __attribute__((ext_vector_type(8)));
+
+// The lane holding elements (r, c) and (r, c + 1), c even (see the layout above).
+constexpr uint32_t matrix_lane(uint32_t r, uint32_t c) {
+  return 16 * (r >> 2) + 2 * (r & 3) + 8 * (c >> 2) + ((c >> 1) & 1);
+}
+
+template <uint32_t IS, uint32_t OS>
+__attribute__((always_inline)) inline void multiply_full_group(const char* in, char* out, uint32_t is,
+                                                               uint32_t os, bool accumulate) {
+  const uint64_t si = IS ? IS : is, so = OS ? OS : os;
+  const auto at = [&](uint32_t lane, uint32_t byte) -> const float* {
+    return reinterpret_cast<const float*>(in + lane * si + byte);
+  };
+  const auto row = [&](uint32_t r, uint32_t field) {
+    MatrixRow v;
+#pragma clang loop unroll(full)
+    for (uint32_t q = 0; q < 4; ++q) {
+      const float* p = at(matrix_lane(r, 2 * q), field);
+      v[2 * q] = p[0];
+      v[2 * q + 1] = p[1];
+    }
+    return v;
+  };
+  MatrixRow B[8];
+#pragma clang loop unroll(full)
+  for (uint32_t i = 0; i < 8; ++i) B[i] = row(i, offsetof(MatrixOperands, b));
+#pragma clang loop unroll(full)
+  for (uint32_t r = 0; r < 8; ++r) {
+    MatrixRow d = accumulate ? row(r, offsetof(MatrixOperands, c)) : MatrixRow(0.0f);
+#pragma clang loop unroll(full)
+    for (uint32_t i = 0; i < 8; ++i) {
+      const float a = *at(matrix_lane(r, i & ~1u), offsetof(MatrixOperands, a) + 4 * (i & 1));
+      d = __builtin_elementwise_fma(MatrixRow(a), B[i], d);
+    }
+#pragma clang loop unroll(full)
+    for (uint32_t q = 0; q < 4; ++q) {
+      float* p = reinterpret_cast<float*>(out + matrix_lane(r, 2 * q) * so);
+      p[0] = d[2 * q];
+      p[1] = d[2 * q + 1];
+    }
+  }
+}
+
+// The simd computation of a multiply(-accumulate) over lanes `l`.
+inline void matrix_compute(const SimdLanes& l) {
+  matrix_multiply_lanes(l, lane_arg(l, lowest_active(l, 0, MK_SIMD_WIDTH)) != 0);
+}
+
+// Work-item loops: `l.groups` simdgroups (more than one only with every lane
+// active, see mk/workitem.h), each with its own lane arguments.
+inline void matrix_compute(const DenseLanes& l) {
+  if (l.active_mask != 0xffffffffu) {
+    matrix_multiply_lanes(l, lane_arg(l, lowest_active(l, 0, MK_SIMD_WIDTH)) != 0);
+    return;
+  }
+  const uint64_t in_group = uint64_t(MK_SIMD_WIDTH) * l.in_stride;
+  const uint64_t out_group = uint64_t(MK_SIMD_WIDTH) * l.out_stride;
+  // The rows of a kernel whose simd operands are no wider than a product's
+  // (the common case): compile-time strides. Otherwise the gathering form
+  // (one instantiation less to compile).
+  const bool common = l.in_stride == 32 && l.out_stride == 8;
+  for (uint32_t gi = 0; gi < (l.groups ? l.groups : 1); ++gi) {
+    const bool acc = l.args[gi * MK_SIMD_WIDTH] != 0;
+    if (common) {
+      multiply_full_group<32, 8>(l.in + gi * in_group, l.out + gi * out_group, 0, 0, acc);
+      continue;
+    }
+    DenseLanes one = l;
+    one.in = l.in + gi * in_group;
+    one.out = l.out + gi * out_group;
+    one.args = l.args + gi * MK_SIMD_WIDTH;
+    one.groups = 1;
+    matrix_multiply_lanes(one, acc);
+  }
+}
+
 template <typename TD, typename TA, typename TB, typename TC>
 __attribute__((always_inline)) inline void matrix_mma(
     metal::simdgroup_matrix<TD, 8, 8>& d, const metal::simdgroup_matrix<TA, 8, 8>& a,
@@ -164,9 +250,7 @@ __attribute__((always_inline)) inline void matrix_mma(
   }
   const bool accumulate = c != nullptr;
   MatrixResult r = simd_collective<MatrixOperands, MatrixResult>(
-      in, accumulate ? 1u : 0u, SIMD_MATRIX, [](const auto& l) {
-        matrix_multiply_lanes(l, lane_arg(l, lowest_active(l, 0, MK_SIMD_WIDTH)) != 0);
-      });
+      in, accumulate ? 1u : 0u, SIMD_MATRIX, [](const auto& l) { matrix_compute(l); });
   d.elems = metal::vec<TD, 2>(TD(r.d[0]), TD(r.d[1]));
 }
 

@@ -354,9 +354,10 @@ inline void simd_compute(GroupState& G, uint32_t id, uint32_t lo, uint32_t hi, u
   s.dense(l);
 }
 
-// Reductions take several full simdgroups in one call (mk/simd.h).
+// Reductions (mk/simd.h) and simdgroup matrix products
+// (mk/simdgroup_matrix.h) take several full simdgroups in one call.
 inline bool simd_multi(uint32_t op) {
-  return (op >= SIMD_SUM && op <= SIMD_XOR) || op == SIMD_ANY || op == SIMD_ALL;
+  return (op >= SIMD_SUM && op <= SIMD_XOR) || op == SIMD_ANY || op == SIMD_ALL || op == SIMD_MATRIX;
 }
 
 // Lanes [a, b) of simdgroup [lo, hi) (a, b inside it).
