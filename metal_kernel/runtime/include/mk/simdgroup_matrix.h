@@ -158,9 +158,8 @@ inline void matrix_multiply_lanes(const L& l, bool accumulate) {
 // out + i * out_stride), no 8x8 copies. A row of B, C or D is 4 lanes' pairs;
 // each A element is broadcast from its lane's slot. Same arithmetic as
 // matrix_multiply_lanes: D[r][j] = fma(A[r][i], B[i][j], D[r][j]) for
-// i = 0..7 from C (or 0), one 8-wide vector per row. IS / OS: the strides
-// when known at compile time (addresses become constant displacements),
-// 0 to read them from `is` / `os`.
+// i = 0..7 from C (or 0), one 8-wide vector per row. IS / OS: the strides,
+// compile-time constants so that every address is a constant displacement.
 typedef float MatrixRow __attribute__((ext_vector_type(8)));
 
 // The lane holding elements (r, c) and (r, c + 1), c even (see the layout above).
@@ -169,11 +168,9 @@ constexpr uint32_t matrix_lane(uint32_t r, uint32_t c) {
 }
 
 template <uint32_t IS, uint32_t OS>
-__attribute__((always_inline)) inline void multiply_full_group(const char* in, char* out, uint32_t is,
-                                                               uint32_t os, bool accumulate) {
-  const uint64_t si = IS ? IS : is, so = OS ? OS : os;
+__attribute__((always_inline)) inline void multiply_full_group(const char* in, char* out, bool accumulate) {
   const auto at = [&](uint32_t lane, uint32_t byte) -> const float* {
-    return reinterpret_cast<const float*>(in + lane * si + byte);
+    return reinterpret_cast<const float*>(in + uint64_t(lane) * IS + byte);
   };
   const auto row = [&](uint32_t r, uint32_t field) {
     MatrixRow v;
@@ -198,7 +195,7 @@ __attribute__((always_inline)) inline void multiply_full_group(const char* in, c
     }
 #pragma clang loop unroll(full)
     for (uint32_t q = 0; q < 4; ++q) {
-      float* p = reinterpret_cast<float*>(out + matrix_lane(r, 2 * q) * so);
+      float* p = reinterpret_cast<float*>(out + uint64_t(matrix_lane(r, 2 * q)) * OS);
       p[0] = d[2 * q];
       p[1] = d[2 * q + 1];
     }
@@ -226,7 +223,7 @@ inline void matrix_compute(const DenseLanes& l) {
   for (uint32_t gi = 0; gi < (l.groups ? l.groups : 1); ++gi) {
     const bool acc = l.args[gi * MK_SIMD_WIDTH] != 0;
     if (common) {
-      multiply_full_group<32, 8>(l.in + gi * in_group, l.out + gi * out_group, 0, 0, acc);
+      multiply_full_group<32, 8>(l.in + gi * in_group, l.out + gi * out_group, acc);
       continue;
     }
     DenseLanes one = l;
