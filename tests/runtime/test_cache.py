@@ -7,6 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 import torch
 
 import metal_kernel
@@ -94,3 +95,42 @@ def test_options_are_part_of_the_key(tmp_path, monkeypatch):
     assert (a.item(), b.item()) == (1.0, 2.0)
     manifests = list((tmp_path / "manifests").glob("*.json"))
     assert len(manifests) == 2 and all(json.loads(m.read_text())["object"] for m in manifests)
+
+
+def _pchs(cache: Path):
+    return sorted((cache / "objects").glob("prelude-*.pch"))
+
+
+def test_the_prelude_is_precompiled_once_and_reused(tmp_path, monkeypatch):
+    monkeypatch.setenv("METAL_KERNEL_CACHE_DIR", str(tmp_path))
+    metal_kernel.compile_shader(SRC % "1.0")
+    pchs = _pchs(tmp_path)
+    assert len(pchs) == 1
+    stamp = pchs[0].stat().st_mtime_ns
+    lib = metal_kernel.compile_shader(SRC % "2.0")  # a new library, same flags
+    assert _pchs(tmp_path) == pchs and pchs[0].stat().st_mtime_ns == stamp
+    x = torch.zeros(3)
+    lib.k(x)
+    assert x.tolist() == [2.0] * 3
+
+
+def test_a_corrupt_precompiled_prelude_is_replaced(tmp_path, monkeypatch):
+    monkeypatch.setenv("METAL_KERNEL_CACHE_DIR", str(tmp_path))
+    metal_kernel.compile_shader(SRC % "1.0")
+    (pch,) = _pchs(tmp_path)
+    pch.write_bytes(b"not a precompiled header")
+    lib = metal_kernel.compile_shader(SRC % "3.0")  # falls back to the header
+    x = torch.zeros(3)
+    lib.k(x)
+    assert x.tolist() == [3.0] * 3
+    metal_kernel.compile_shader(SRC % "4.0")  # and the next compile rebuilds it
+    assert pch.read_bytes()[:4] == b"CPCH"
+
+
+def test_user_errors_are_not_mistaken_for_a_bad_precompiled_prelude(tmp_path, monkeypatch):
+    monkeypatch.setenv("METAL_KERNEL_CACHE_DIR", str(tmp_path))
+    metal_kernel.compile_shader(SRC % "1.0")
+    (pch,) = _pchs(tmp_path)
+    with pytest.raises(SyntaxError, match="undeclared_name"):
+        metal_kernel.compile_shader(SRC % "undeclared_name")
+    assert pch.exists()
