@@ -375,7 +375,7 @@ def streaming_enabled() -> bool:
     (part of the cache key; runtime/library.py reads the same variable to
     choose when to use them)."""
     return os.environ.get("METAL_KERNEL_STREAMING_STORES", "auto").strip().lower() not in (
-        "0", "false", "no", "off")
+        "0", "false", "no", "off", "never")
 
 
 def _entries_to_json(entries: list[KernelEntry]) -> list:
