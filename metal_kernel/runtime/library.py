@@ -288,7 +288,9 @@ class Kernel:
             raise ValueError(f"kernel '{self.name}': {where} must be a number of seconds, got {timeout!r}") from None
         if not seconds > 0:
             raise ValueError(f"kernel '{self.name}': {where} must be positive, got {timeout!r}")
-        return max(1, round(seconds * 1000))
+        if seconds == float("inf"):
+            return 0  # no limit
+        return min(max(1, round(seconds * 1000)), 10**12)  # ~30 years; the runtime counts ns in 64 bits
 
     def _geometry(self, args, threads, group_size, threadgroups):
         def as3(v, what):

@@ -93,9 +93,10 @@ def test_timeout_from_the_environment(lib, monkeypatch):
     _still_works(lib)  # a kernel that finishes is not affected
 
 
-def test_a_kernel_that_finishes_is_untouched_by_its_timeout(lib):
+@pytest.mark.parametrize("timeout", [60, float("inf"), 1e300])
+def test_a_kernel_that_finishes_is_untouched_by_its_timeout(lib, timeout):
     out = torch.full((1 << 16,), float("nan"))
-    lib.iota(out, threads=out.numel(), timeout=60)
+    lib.iota(out, threads=out.numel(), timeout=timeout)
     assert torch.equal(out, torch.arange(1 << 16, dtype=torch.float32))
 
 
