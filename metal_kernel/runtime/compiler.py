@@ -319,8 +319,7 @@ def _pass2(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOptions,
     the IR to the library."""
     cwd = os.path.dirname(cpp_path)
     ll = os.path.join(cwd, "kernel.ll")
-    flags = ["-x", "c++", *COMMON_FLAGS, opts.optimize, "-w", "-ferror-limit=10", "-fno-caret-diagnostics",
-             *extra_flags(), "-I", str(INCLUDE_DIR)]
+    flags = _pass2_flags(opts)
     streamable = _streamable(kernels)
     if not streamable:
         return _compile_with_prelude(tc, flags, [cpp_path], cwd, link_to=out_path)
@@ -340,6 +339,12 @@ def _pass2(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOptions,
             k.streaming = False
         return _compile_with_prelude(tc, flags, [cpp_path], cwd, link_to=out_path)
     return proc
+
+
+def _pass2_flags(opts: CompileOptions, *defines: str) -> list[str]:
+    """Flags for compiling the rewritten C++ (the prelude and input follow)."""
+    return ["-x", "c++", *COMMON_FLAGS, opts.optimize, "-w", "-ferror-limit=10", "-fno-caret-diagnostics",
+            *extra_flags(), *defines, "-I", str(INCLUDE_DIR)]
 
 
 def _codegen_flags(opts: CompileOptions) -> list[str]:
@@ -370,12 +375,22 @@ def _add_streaming(text: str, kernels: list[KernelEntry], symbols: list[int]) ->
     return result.text
 
 
+def streaming_setting() -> str:
+    """$METAL_KERNEL_STREAMING_STORES as "auto" (the default: streaming
+    stores for dispatches larger than the last-level cache), "always" or
+    "never"."""
+    value = os.environ.get("METAL_KERNEL_STREAMING_STORES", "auto").strip().lower()
+    if value in ("1", "true", "yes", "on", "always"):
+        return "always"
+    if value in ("0", "false", "no", "off", "never"):
+        return "never"
+    return "auto"
+
+
 def streaming_enabled() -> bool:
-    """$METAL_KERNEL_STREAMING_STORES=0 builds no streaming-store variants
-    (part of the cache key; runtime/library.py reads the same variable to
-    choose when to use them)."""
-    return os.environ.get("METAL_KERNEL_STREAMING_STORES", "auto").strip().lower() not in (
-        "0", "false", "no", "off", "never")
+    """Whether libraries get streaming-store variants at all (part of the
+    cache key; runtime/library.py decides per dispatch when to use them)."""
+    return streaming_setting() != "never"
 
 
 def _entries_to_json(entries: list[KernelEntry]) -> list:
@@ -484,8 +499,7 @@ def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOp
 
     cwd = os.path.dirname(cpp_path)
     ll = os.path.join(cwd, "kernel.ll")
-    flags = ["-x", "c++", *COMMON_FLAGS, opts.optimize, "-w", "-ferror-limit=10", "-fno-caret-diagnostics",
-             *extra_flags(), "-DMK_WORKITEM=1", "-I", str(INCLUDE_DIR)]
+    flags = _pass2_flags(opts, "-DMK_WORKITEM=1")
     proc = _compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], cwd)
     if proc.returncode != 0:
         return proc

@@ -9,7 +9,7 @@ import os
 import struct
 from collections.abc import Mapping, Sequence
 
-from .compiler import CompiledLibrary, CompileOptions, compile_library
+from .compiler import CompiledLibrary, CompileOptions, compile_library, streaming_setting
 from .errors import KernelError, KernelTimeout
 from .native import (DISPATCH_COALESCE, DISPATCH_NEVER_SYNCS, DISPATCH_NO_FIBER, WORKITEM_MAX_BUFFERS,
                      WORKITEM_MAX_TG_BUFFERS, ErrorInfo, Launch, U3, load_kernel_library, runtime)
@@ -432,11 +432,9 @@ def _use_streaming_stores(buffer_bytes: int) -> bool:
     the data does not fit in the last-level cache anyway: the stores then
     skip reading each output line first. $METAL_KERNEL_STREAMING_STORES:
     "auto" (default), "1" always, "0" never."""
-    mode = os.environ.get("METAL_KERNEL_STREAMING_STORES", "auto").strip().lower()
-    if mode in ("1", "true", "yes", "on", "always"):
-        return True
-    if mode in ("0", "false", "no", "off", "never"):
-        return False
+    setting = streaming_setting()
+    if setting != "auto":
+        return setting == "always"
     return buffer_bytes >= last_level_cache_bytes()
 
 

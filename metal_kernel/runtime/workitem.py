@@ -1583,10 +1583,14 @@ class PerThread:
         chunk = self.chunked()
         W = 32  # MK_SIMD_WIDTH
 
-        def call_step(k, x, tid, suffix):
-            return [
-                f"  %r{suffix} = call i32 @__mk_wistep_{n}_{k}(ptr %g, ptr %slots, ptr %stage, ptr %frames, "
-                f"i32 {x}, i32 %y{k}, i32 %z{k}, i32 {tid})",
+        def call_step(k, x, tid, suffix, store_state=True):
+            """The call of region k's step for one thread, and the store of
+            its new state unless the caller stores the states itself."""
+            call = [f"  %r{suffix} = call i32 @__mk_wistep_{n}_{k}(ptr %g, ptr %slots, ptr %stage, ptr %frames, "
+                    f"i32 {x}, i32 %y{k}, i32 %z{k}, i32 {tid})"]
+            if not store_state:
+                return call
+            return call + [
                 f"  %t64{suffix} = zext i32 {tid} to i64",
                 f"  %sp{suffix} = getelementptr inbounds i32, ptr %states, i64 %t64{suffix}",
                 f"  store i32 %r{suffix}, ptr %sp{suffix}, align 4",
@@ -1640,15 +1644,11 @@ class PerThread:
                     f"  %xc{k} = add i32 %cx{k}, %i{k}",
                     f"  %tc{k} = add nuw nsw i32 %ct{k}, %i{k}",
                 ]
+                # Every thread of a single-exit region ends at the same point:
+                # the simdgroup's states are one aligned vector store after
+                # its loop (not 32 stores the unroller splits unevenly).
                 single = len(self.exits[k]) == 1
-                if single:
-                    # Every thread of the region ends at the same point: the
-                    # simdgroup's states are one aligned vector store after
-                    # its loop (not 32 stores the unroller splits unevenly).
-                    out.append(f"  %rc{k} = call i32 @__mk_wistep_{n}_{k}(ptr %g, ptr %slots, ptr %stage, "
-                               f"ptr %frames, i32 %xc{k}, i32 %y{k}, i32 %z{k}, i32 %tc{k})")
-                else:
-                    out += call_step(k, f"%xc{k}", f"%tc{k}", f"c{k}")
+                out += call_step(k, f"%xc{k}", f"%tc{k}", f"c{k}", store_state=not single)
                 out += [
                     f"  %in{k} = add nuw nsw i32 %i{k}, 1",
                     f"  %ic{k} = icmp ult i32 %in{k}, {W}",

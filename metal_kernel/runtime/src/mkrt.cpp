@@ -813,22 +813,20 @@ uint64_t monotonic_ns() {
 // (set before the signal) before it runs another group. Called with the
 // pool mutex held.
 void stop_dispatch(Dispatch* d, int why, uint64_t timeout_ms) {
-  {
-    __atomic_store_n(&d->cancel, why, __ATOMIC_SEQ_CST);
-    pthread_mutex_lock(&d->error_mutex);
-    if (!__atomic_exchange_n(&d->failed, 1, __ATOMIC_SEQ_CST)) {
-      ErrorInfo* e = d->error;
-      e->kind = why;
-      e->thread[0] = e->thread[1] = e->thread[2] = 0xFFFFFFFFu;
-      e->group[0] = e->group[1] = e->group[2] = 0xFFFFFFFFu;
-      if (why == kErrTimeout)
-        snprintf(e->message, sizeof e->message,
-                 "did not finish within %.3g s and was stopped (an endless loop?)", double(timeout_ms) / 1000.0);
-      else
-        snprintf(e->message, sizeof e->message, "interrupted (Ctrl-C)");
-    }
-    pthread_mutex_unlock(&d->error_mutex);
+  __atomic_store_n(&d->cancel, why, __ATOMIC_SEQ_CST);
+  pthread_mutex_lock(&d->error_mutex);
+  if (!__atomic_exchange_n(&d->failed, 1, __ATOMIC_SEQ_CST)) {
+    ErrorInfo* e = d->error;
+    e->kind = why;
+    e->thread[0] = e->thread[1] = e->thread[2] = 0xFFFFFFFFu;
+    e->group[0] = e->group[1] = e->group[2] = 0xFFFFFFFFu;
+    if (why == kErrTimeout)
+      snprintf(e->message, sizeof e->message,
+               "did not finish within %.3g s and was stopped (an endless loop?)", double(timeout_ms) / 1000.0);
+    else
+      snprintf(e->message, sizeof e->message, "interrupted (Ctrl-C)");
   }
+  pthread_mutex_unlock(&d->error_mutex);
   for (int i = 0; i < g_pool->nthreads; ++i) pthread_kill(g_pool->workers[i]->self, stop_signal());
 }
 

@@ -339,8 +339,10 @@ inline Summary run_state(GroupState& G, uint32_t p, uint32_t live, const uint32_
   return mm;
 }
 
-// The simd computation of point `id` over the lanes `mask` of simdgroup [lo, hi).
-inline void simd_compute(GroupState& G, uint32_t id, uint32_t lo, uint32_t hi, uint32_t mask) {
+// The simd computation of point `id` over the lanes `mask` of simdgroup
+// [lo, hi), or, with `groups` > 1, over `groups` full simdgroups from `lo`.
+inline void simd_compute(GroupState& G, uint32_t id, uint32_t lo, uint32_t hi, uint32_t mask,
+                         uint32_t groups = 1) {
   const Sync& s = G.k->syncs[id];
   DenseLanes l;
   l.in = G.slots + G.k->simd_in_offset + uint64_t(lo) * G.k->simd_in_stride;
@@ -350,7 +352,7 @@ inline void simd_compute(GroupState& G, uint32_t id, uint32_t lo, uint32_t hi, u
   l.out_stride = uint32_t(G.k->simd_out_stride);
   l.active_mask = mask;
   l.count = hi - lo;
-  l.groups = 1;
+  l.groups = groups;
   s.dense(l);
 }
 
@@ -378,16 +380,7 @@ inline void simd_range(GroupState& G, uint32_t id, uint32_t b, uint32_t e) {
   }
   const uint32_t full = lo < e ? (e - lo) / MK_SIMD_WIDTH : 0;
   if (full > 1 && simd_multi(s.op)) {
-    DenseLanes l;
-    l.in = G.slots + G.k->simd_in_offset + uint64_t(lo) * G.k->simd_in_stride;
-    l.out = G.slots + G.k->simd_out_offset + uint64_t(lo) * G.k->simd_out_stride;
-    l.args = reinterpret_cast<const uint32_t*>(G.slots + G.k->simd_arg_offset) + lo;
-    l.in_stride = uint32_t(G.k->simd_in_stride);
-    l.out_stride = uint32_t(G.k->simd_out_stride);
-    l.active_mask = 0xffffffffu;
-    l.count = MK_SIMD_WIDTH;
-    l.groups = full;
-    s.dense(l);
+    simd_compute(G, id, lo, lo + MK_SIMD_WIDTH, 0xffffffffu, full);
     lo += full * MK_SIMD_WIDTH;
   }
   for (; lo < e; lo += MK_SIMD_WIDTH) {
