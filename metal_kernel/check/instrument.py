@@ -67,7 +67,7 @@ class KernelInfo:
     """What the host needs to know about one kernel's checked build."""
     buffer_granule: dict[int, int] = field(default_factory=dict)  # log2 of the shadow granule
     written: set[int] = field(default_factory=set)  # buffers the kernel may write
-    float_atomics: set[int] = field(default_factory=set)  # buffers with float atomic adds
+    float_atomics: set[int] = field(default_factory=set)  # buffers with float atomics or compare-and-swap
     writes_unknown: bool = False  # a store through a pointer of unknown origin
     unchecked_calls: list[str] = field(default_factory=list)
     not_instrumented: str = ""  # why the pass left this kernel unchecked
@@ -136,8 +136,10 @@ def _access(text: str, layout: Layout) -> Access | None:
         rest = re.sub(r"^cmpxchg\s+(weak\s+)?(volatile\s+)?", "", body)
         parts = _split_top(rest)
         t, _ = parse_type(parts[1], 0)
+        # Compare-and-swap loops are how float atomics (and c10's half and
+        # bfloat ones) are made: their results may depend on the order.
         return Access(0, [(_operand_value(parts[0]), "write")], str(layout.store_size(t)),
-                      A_READ | A_WRITE | A_ATOMIC, layout.element_align(t), "atomic")
+                      A_READ | A_WRITE | A_ATOMIC, layout.element_align(t), "atomic", float_atomic=True)
     if op in ("call", "tail", "musttail", "notail") and MEMORY_INTRINSICS.search(body.split("(")[0]):
         c = parse_call(body)
         name = _name(c.callee)

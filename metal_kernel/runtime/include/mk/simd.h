@@ -471,9 +471,11 @@ MK_SIMD_SEGMENTED(simd, 32)
 MK_SIMD_SEGMENTED(quad, 4)
 #undef MK_SIMD_SEGMENTED
 
-__attribute__((always_inline)) inline void simdgroup_barrier(mem_flags) {
+// The flags travel as the lane argument (work-item loops store none for this
+// op; the checking mode reads them from the call, check/instrument.py).
+__attribute__((always_inline)) inline void simdgroup_barrier(mem_flags flags) {
   const bool unused = false;
-  (void)::mk::simd_collective<bool, bool>(unused, 0, ::mk::SIMD_BARRIER,
+  (void)::mk::simd_collective<bool, bool>(unused, uint32_t(flags), ::mk::SIMD_BARRIER,
                                           [](const auto&) {});
 }
 

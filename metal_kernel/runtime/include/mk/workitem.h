@@ -443,9 +443,14 @@ inline void chk_barriers(GroupState& G) {
     if (first == DONE) first = p;
   }
   if (C->d->tools & chk::TOOL_SYNC) {
+    // The optimiser may copy one barrier of the source into two branches:
+    // points at the same source line are the same barrier.
+    const uint32_t first_site = G.k->syncs[first].op >> 16;
     for (uint32_t t = 0; t < G.n; ++t) {
       const uint32_t p = G.st[t];
       if (p == DONE || p == first) continue;
+      const uint32_t site = G.k->syncs[p].op >> 16;
+      if (site == first_site && site != 0xffff) continue;
       chk::Record rec = chk::make_record(C, chk::K_DIVERGENCE, G.k->syncs[first].op >> 16, first_thread_at(G, first));
       rec.other_site = G.k->syncs[p].op >> 16;
       rec.other_lin = t;
