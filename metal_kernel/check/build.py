@@ -61,7 +61,11 @@ def build_checked(pp: str, fcs: dict, opts, tc, tmp: str, out_so: str, source: s
         text = Path(ll2).read_text()
     inst = I.instrument(text, syms)
     text = _declare(inst.text)
-    wi = workitem.transform(text, syms, every_kernel=True)
+    try:
+        wi = workitem.transform(text, syms, every_kernel=True)
+    except Exception as e:  # noqa: BLE001 - a bug of the transform: the plain build, nothing checked
+        return _unchecked_build(result, opts, tc, tmp, out_so, source, tg_known,
+                                f"the work-item compiler failed ({type(e).__name__}: {e})")
     reasons = {}
     for k in result.kernels:
         k.mode = wi.modes.get(k.symbol, "fibers")
@@ -88,6 +92,22 @@ def build_checked(pp: str, fcs: dict, opts, tc, tmp: str, out_so: str, source: s
             "tg_names": _threadgroup_names(result.text),
         },
     }
+
+
+def _unchecked_build(result, opts, tc, tmp: str, out_so: str, source: str, tg_known: bool, why: str) -> dict:
+    """The library built the ordinary way (fibers), every kernel marked as
+    not checked, so that a failure of the checked pipeline never keeps a
+    program from running."""
+    for k in result.kernels:
+        k.mode = "fibers"
+        k.streaming = False
+    proc = C._pass2(tc, os.path.join(tmp, "kernel.cpp"), os.path.join(tmp, "kernel.so"), opts, result.kernels)
+    if proc.returncode != 0:
+        raise C._compile_error(proc.stderr, opts, source, tmp)
+    os.replace(os.path.join(tmp, "kernel.so"), out_so)
+    return {"kernels": C._entries_to_json(result.kernels), "tg_sizes_known": tg_known,
+            "check": {"sites": [], "globals": [], "tg_names": {},
+                      "kernels": {str(k.symbol): {"not_checked": why} for k in result.kernels}}}
 
 
 def _threadgroup_names(cpp: str) -> dict[str, str]:

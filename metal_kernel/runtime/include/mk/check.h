@@ -123,6 +123,8 @@ static_assert(sizeof(Record) == 72, "mirrored in check/native.py");
 
 constexpr uint32_t kDedupSlots = 4096;
 
+struct Group;
+
 // One checked dispatch; filled by the host (check/native.py).
 struct Dispatch {
   uint32_t tools;
@@ -135,6 +137,12 @@ struct Dispatch {
   uint64_t dropped;    // distinct findings past `capacity` (atomic)
   uint64_t keys[kDedupSlots];  // open addressing: key + 1, 0 empty
   uint32_t slots[kDedupSlots]; // record index + 1
+  // The per-worker states (one per worker; the host owns them and their
+  // threadgroup shadows, so nothing is allocated while kernels run).
+  Group* states;
+  uint32_t nstates;
+  uint32_t next_state;  // atomic: the next free state
+  uint64_t serial;      // unique per dispatch in the process
 };
 
 constexpr uint32_t kTgArena = MK_MAX_TG_MEMORY;
@@ -155,6 +163,7 @@ struct Group {
 };
 
 static __thread Group* t_group = nullptr;
+static __thread uint64_t t_serial = 0;  // the dispatch t_group belongs to
 alignas(64) static const char k_zero[4096] = {};
 alignas(64) static char k_sink[4096];
 
@@ -391,17 +400,16 @@ __attribute__((noinline, cold)) inline void uninit_read(Group* G, uint32_t lin, 
 
 // ------------------------------------------------------- driver hooks --
 
-// Per worker: the group state and the threadgroup shadow (~768 KiB), made
-// once.
-inline Group* group_state() {
-  Group* G = t_group;
-  if (!G) {
-    G = static_cast<Group*>(__builtin_calloc(1, sizeof(Group)));
-    if (G) G->tg_shadow = static_cast<TgEntry*>(__builtin_calloc(kTgArena, sizeof(TgEntry)));
-    if (!G || !G->tg_shadow) return nullptr;
-    t_group = G;
+// This worker's state for dispatch `d`: claimed from the host's states at
+// the worker's first group of the dispatch.
+inline Group* group_state(Dispatch* d) {
+  if (t_serial != d->serial || !t_group) {
+    const uint32_t i = __atomic_fetch_add(&d->next_state, 1, __ATOMIC_RELAXED);
+    if (i >= d->nstates) return nullptr;
+    t_group = &d->states[i];
+    t_serial = d->serial;
   }
-  return G;
+  return t_group;
 }
 
 inline Group* group_of(const void* g) {

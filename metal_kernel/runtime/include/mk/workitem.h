@@ -318,7 +318,8 @@ inline Summary run_span(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) 
 // another legal order. Metal orders nothing between two synchronisation
 // points, so any order of whole per-thread regions is one the GPU may
 // produce: simdgroups last first (MK_ORDER_REVERSE) or shuffled
-// (MK_ORDER_SHUFFLE), each one's threads last first.
+// (MK_ORDER_SHUFFLE); within a simdgroup, threads in order, except in
+// groups of at most two simdgroups, where they run last first too.
 __attribute__((noinline)) inline Summary run_permuted(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) {
   const Launch* l = G.r->launch;
   const uint32_t first = b / MK_SIMD_WIDTH, count = (e - 1) / MK_SIMD_WIDTH - first + 1;
@@ -335,11 +336,16 @@ __attribute__((noinline)) inline Summary run_permuted(GroupState& G, uint32_t re
     while (gcd(mul, count) != 1) mul = mul + 1 < count ? mul + 1 : 1;
     add = (h >> 7) % count;
   }
+  const bool each_thread = G.n <= 2 * MK_SIMD_WIDTH;
   Summary mm = kEmpty;
   for (uint32_t k = 0; k < count; ++k) {
     const uint32_t sg = first + uint32_t((uint64_t(mul) * k + add) % count);
     const uint32_t lo = sg * MK_SIMD_WIDTH > b ? sg * MK_SIMD_WIDTH : b;
     const uint32_t hi = (sg + 1) * MK_SIMD_WIDTH < e ? (sg + 1) * MK_SIMD_WIDTH : e;
+    if (!each_thread) {
+      mm = combine(mm, run_span(G, resume, lo, hi));
+      continue;
+    }
     for (uint32_t t = hi; t > lo; --t) mm = combine(mm, run_span(G, resume, t - 1, t));
   }
   return mm;
@@ -548,9 +554,9 @@ namespace chk {
 
 // A group starts: its checker state, and `g->chk` pointing at it.
 inline Group* begin_group(const Run* r, WiGroup* g, const wi::Kernel* k) {
-  Group* G = group_state();
-  if (!G) return nullptr;
   const Launch* l = r->launch;
+  Group* G = group_state(static_cast<Dispatch*>(l->check));
+  if (!G) return nullptr;
   G->d = static_cast<Dispatch*>(l->check);
   const u3 tg = r->threadgroup_position, ng = l->threadgroups_per_grid;
   G->group = tg.x + ng.x * (tg.y + ng.y * tg.z);
@@ -664,7 +670,7 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
   G.n = n;
 #ifdef MK_CHECK
   if (!chk::begin_group(r, g, k)) {
-    __mk_rt->fail("out of memory for the checker's state");
+    __mk_rt->fail("internal error: more workers than checker states");
     return;
   }
 #endif
