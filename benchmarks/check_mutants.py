@@ -9,9 +9,9 @@ that use barriers or simd functions, and makes mutants of each, mechanically:
               side appears in a subscript and whose right side is a variable
               or an array's extent)
   divergent   put one simd_shuffle* / simd_broadcast / quad_shuffle* call in a
-              branch that half the lanes skip (lanes < 16; >= 16 for the _up
-              functions, which read lower lanes; two lanes of each quad for
-              quad functions); its result is used where it was
+              branch that leaves out the lane it reads for lane 0 (for the
+              _up functions: lane 0, which lane `delta` reads); its result is
+              used where it was
   init        drop one store into threadgroup memory (the first of each
               variable, which initialises it)
 
@@ -89,6 +89,58 @@ def _matching_paren(text: str, i: int) -> int:
     raise ValueError("unbalanced parentheses")
 
 
+def _statement_span(text: str, pos: int) -> tuple[int, int]:
+    """The statement containing `pos`: it starts after a ';', '{' or '}', or
+    after the header of a braceless for / if / while body."""
+    i = pos - 1
+    while i >= 0:
+        ch = text[i]
+        if ch in ";{}":
+            break
+        if ch == ")":
+            depth, j = 0, i
+            while j >= 0:
+                depth += text[j] == ")"
+                depth -= text[j] == "("
+                if depth == 0:
+                    break
+                j -= 1
+            if re.search(r"\b(for|if|while)\s*$", text[:j]):
+                break  # a control header: the statement starts after it
+            i = j
+        i -= 1
+    return i + 1, text.index(";", pos) + 1
+
+
+def _excluding_source(fn: str, call: str) -> str:
+    """A branch condition that leaves out the lane the call's lane 0 (or, for
+    the _up functions, its lane `delta`) reads: a real divergent shuffle."""
+    args = _call_args(call)
+    width = 4 if fn.startswith("quad_") else 32
+    lane_arg = args[2] if "and_fill" in fn and len(args) > 2 else args[1] if len(args) > 1 else "0"
+    if fn.endswith(("_up", "and_fill_up")):
+        src = "0u"
+    elif fn.endswith("rotate_up"):
+        src = f"({width}u - uint({lane_arg}) % {width}u) % {width}u"
+    else:
+        src = f"uint({lane_arg}) % {width}u"
+    return f"__mut_lane % {width}u != {src}"
+
+
+def _call_args(call: str) -> list[str]:
+    inner = call[call.index("(") + 1:-1]
+    parts, depth, cur = [], 0, ""
+    for ch in inner:
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+            continue
+        depth += ch in "([{<"
+        depth -= ch in ")]}>"
+        cur += ch
+    return parts + [cur.strip()]
+
+
 def _with_lane_param(kernel: str) -> str:
     """The kernel with one more parameter, its lane in the simdgroup."""
     open_ = kernel.index("(")
@@ -132,18 +184,20 @@ def mutants_of(case) -> list[Mutant]:
         s, e = body_at + m.start(), body_at + m.end()
         add("le", k, kernel[:s] + f"{lhs} <= {rhs}" + kernel[e:])
         k += 1
-    calls = list(re.finditer(r"\b(simd_shuffle\w*|simd_broadcast|quad_shuffle\w*)\(", body))
+    calls = list(re.finditer(r"\b(simd_shuffle\w*|simd_broadcast|quad_shuffle\w*|quad_broadcast)\(", body))
     for k, m in enumerate(calls):
-        name = m.group(1)
         start = body_at + m.start()
         close = _matching_paren(kernel, body_at + m.end() - 1)
         call = kernel[start:close + 1]
-        cond = ("__mut_lane % 4 < 2" if name.startswith("quad_") else
-                "__mut_lane >= 16" if "_up" in name else "__mut_lane < 16")
-        s, _ = _statement_around(kernel, start)
+        s, e = _statement_span(kernel, start)
+        stmt = kernel[s:e]
         var = f"__mut_v{k}"
-        hoisted = f" auto {var} = decltype({call}){{}}; if ({cond}) {var} = {call};"
-        add("divergent", k, _with_lane_param(kernel[:s] + hoisted + kernel[s:start] + var + kernel[close + 1:]))
+        cond = _excluding_source(m.group(1), call)
+        hoisted = f"auto {var} = decltype({call}){{}}; if ({cond}) {var} = {call};"
+        rest = kernel[s:start] + var + kernel[close + 1:e]
+        declaration = re.match(r"\s*(const\s+)?[A-Za-z_][\w:<>]*\s+[A-Za-z_]\w*\s*=", stmt)
+        new = f" {hoisted}{rest}" if declaration else f" {{ {hoisted}{rest} }}"
+        add("divergent", k, _with_lane_param(kernel[:s] + new + kernel[e:]))
     tg_vars = re.findall(r"threadgroup\s+[\w:<>, ]+?\s+(\w+)\s*\[", kernel[body_at:])
     for k, var in enumerate(dict.fromkeys(tg_vars)):
         m = re.search(rf"\b{var}\[[^\]]*\](?:\[[^\]]*\])*\s*=[^=]", kernel[body_at:])
@@ -179,11 +233,20 @@ def run(cases, only=None, verbose=False) -> dict:
         t0 = time.perf_counter()
         try:
             lib = metal_kernel.compile_shader(source, source_name=f"{case.name}.metal")
-        except metal_kernel.MetalCompileError as e:
+        except metal_kernel.MetalCompileError:
+            # Some mutant does not compile (the operator made invalid code):
+            # such mutants are left out of the score; the others run.
+            valid = []
             for m in muts:
-                rows.append({"id": m.id, "kernel": m.kernel, "operator": m.operator, "found": True,
-                             "how": f"does not compile: {str(e).splitlines()[0][:100]}", "equivalent": ""})
-            continue
+                try:
+                    metal_kernel.compile_shader(HEADER + m.source)
+                    valid.append(m)
+                except metal_kernel.MetalCompileError as e:
+                    rows.append({"id": m.id, "kernel": m.kernel, "operator": m.operator, "found": False,
+                                 "invalid": str(e).splitlines()[0][:120], "how": "", "equivalent": ""})
+            muts = valid
+            lib = metal_kernel.compile_shader(HEADER + "\n".join(m.source for m in muts),
+                                              source_name=f"{case.name}.metal")
         for m in muts:
             proxy = _call(case, m)(lib)
             how = ""
@@ -201,18 +264,20 @@ def run(cases, only=None, verbose=False) -> dict:
                 print(f"  {m.id:45s} {'found: ' + how if found else 'NOT FOUND'}", file=sys.stderr)
         if verbose:
             print(f"{case.name}: {len(muts)} mutants, {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-    total = len(rows)
-    found = sum(r["found"] for r in rows)
-    equivalent = sum(1 for r in rows if not r["found"] and r["equivalent"])
-    missed = [r["id"] for r in rows if not r["found"] and not r["equivalent"]]
+    invalid = [r["id"] for r in rows if r.get("invalid")]
+    rows_valid = [r for r in rows if not r.get("invalid")]
+    total = len(rows_valid)
+    found = sum(r["found"] for r in rows_valid)
+    equivalent = sum(1 for r in rows_valid if not r["found"] and r["equivalent"])
+    missed = [r["id"] for r in rows_valid if not r["found"] and not r["equivalent"]]
     by_op = {}
-    for r in rows:
+    for r in rows_valid:
         d = by_op.setdefault(r["operator"], {"mutants": 0, "found": 0, "equivalent": 0})
         d["mutants"] += 1
         d["found"] += r["found"]
         d["equivalent"] += bool(not r["found"] and r["equivalent"])
     score = found / (total - equivalent) if total - equivalent else 1.0
-    return {"kernels": len({r["kernel"] for r in rows}), "mutants": total, "found": found,
+    return {"kernels": len({r["kernel"] for r in rows}), "mutants": total, "invalid": invalid, "found": found,
             "equivalent": equivalent, "missed": missed, "score": score, "by_operator": by_op, "rows": rows}
 
 
@@ -237,6 +302,8 @@ def main(argv=None):
     print(f"kernels: {res['kernels']}, mutants: {res['mutants']}, found: {res['found']}, "
           f"equivalent: {res['equivalent']}, missed: {len(res['missed'])}")
     print(f"mutation score (found / non-equivalent): {res['score']:.1%}")
+    if res["invalid"]:
+        print(f"left out ({len(res['invalid'])} mutants that do not compile): {', '.join(res['invalid'])}")
     for mid in res["missed"]:
         print(f"  missed: {mid}")
     for r in res["rows"]:

@@ -62,19 +62,20 @@ class Dispatch(ctypes.Structure):
 
 TG_ARENA = 32768  # MK_MAX_TG_MEMORY
 TG_ENTRY_SIZE = 24  # sizeof(chk::TgEntry)
+TG_SHADOW_ENTRIES = TG_ARENA // 4 + TG_ARENA // 2 + TG_ARENA  # chk::kTgShadowEntries
 _serial = itertools.count(1)
 
 
 class WorkerStates:
-    """One chk::Group per worker and its threadgroup shadow (an entry per
-    byte of the worker's threadgroup arena, ~768 KiB, committed as touched),
+    """One chk::Group per worker and its threadgroup shadow (~1.3 MiB,
+    committed as touched),
     made once per check() session and shared by its dispatches."""
 
     def __init__(self, workers: int):
         self.array = (GroupState * workers)()
         self.shadows = []
         for st in self.array:
-            m = mmap.mmap(-1, TG_ARENA * TG_ENTRY_SIZE)
+            m = mmap.mmap(-1, TG_SHADOW_ENTRIES * TG_ENTRY_SIZE)
             anchor = ctypes.c_char.from_buffer(m)
             self.shadows.append((m, anchor))
             st.tg_shadow = ctypes.addressof(anchor)

@@ -68,6 +68,7 @@ class Function:
         if len(params) != 5:
             raise Unsupported("unexpected per-thread signature")
         self.g, self.lin = params[0], params[4]
+        self.params = params
         self.defs: dict[str, str] = {}
         for ln in lines[1:-1]:
             dm = _DEF.match(ln)

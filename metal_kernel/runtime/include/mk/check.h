@@ -146,6 +146,10 @@ struct Dispatch {
 };
 
 constexpr uint32_t kTgArena = MK_MAX_TG_MEMORY;
+// The threadgroup shadow holds one table per granule class, so that the
+// entries of an array are contiguous: 4-byte granules (and larger, several
+// entries each) at off / 4, 2-byte ones at off / 2, bytes at off.
+constexpr uint32_t kTgShadowEntries = kTgArena / 4 + kTgArena / 2 + kTgArena;
 
 // The group being run on this worker.
 struct Group {
@@ -155,7 +159,7 @@ struct Group {
   uint16_t tg_epoch, dev_epoch;
   uint16_t sgc[MK_MAX_THREADS_PER_GROUP / MK_SIMD_WIDTH];
   uint64_t tg_lo;     // start of the worker's threadgroup arena
-  TgEntry* tg_shadow; // kTgArena entries
+  TgEntry* tg_shadow; // kTgShadowEntries entries: three tables, see tg_entries()
   uint64_t tgp_lo[64], tgp_size[64];
   uint32_t ntgp;
   // The simd point being computed (for inactive-lane reports).
@@ -329,19 +333,20 @@ __attribute__((always_inline)) inline void tg_access(Group* G, uint64_t a, uint6
   const uint64_t off = a - G->tg_lo;
   if (off >= kTgArena) return;  // not in the arena (a [[threadgroup(n)]] past its size: reported already)
   const uint32_t gs = (info >> A_GRANULE_SHIFT) & 15;
-  const uint64_t gmask = (uint64_t(1) << gs) - 1;
-  const uint64_t first = off & ~gmask;
-  uint64_t last = (off + size - 1) & ~gmask;
-  if (last >= kTgArena) last = kTgArena - 1;
+  const uint32_t unit = gs >= 2 ? 2 : gs;  // log2 of the table's bytes per entry
+  TgEntry* table = G->tg_shadow + (unit == 2 ? 0 : unit == 1 ? kTgArena / 4 : kTgArena / 4 + kTgArena / 2);
+  const uint64_t first = off >> unit;
+  uint64_t last = (off + size - 1) >> unit;
+  if (last >= (kTgArena >> unit)) last = (kTgArena >> unit) - 1;
   const uint16_t l = uint16_t(lin + 1), e = G->tg_epoch, sg = uint16_t(lin >> 5), c = G->sgc[sg];
   bool all_uninit = true;
-  for (uint64_t k = first; k <= last; k += gmask + 1) {
-    TgEntry& E = G->tg_shadow[k];
+  for (uint64_t k = first; k <= last; ++k) {
+    TgEntry& E = table[k];
     if (E.gen != G->gen) {
       memset(&E, 0, sizeof E);
       E.gen = G->gen;
     }
-    const uint64_t addr = G->tg_lo + k;
+    const uint64_t addr = G->tg_lo + (k << unit);
     if (info & A_ATOMIC) {
       E.init = 1;
       all_uninit = false;

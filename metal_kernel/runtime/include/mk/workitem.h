@@ -352,6 +352,41 @@ __attribute__((noinline)) inline Summary run_permuted(GroupState& G, uint32_t re
 }
 
 // Runs threads [b, e), all resuming at `resume`.
+inline Summary run_range(GroupState& G, uint32_t resume, uint32_t b, uint32_t e);
+
+// The released threads of a round, runs of consecutive threads at the same
+// point, the runs in reverse or shuffled order (Launch::order).
+__attribute__((noinline)) inline void run_released_permuted(GroupState& G) {
+  uint16_t starts[MK_MAX_THREADS_PER_GROUP], ends[MK_MAX_THREADS_PER_GROUP];
+  uint32_t runs = 0;
+  for (uint32_t t = 0; t < G.n;) {
+    if (!G.released[t]) {
+      ++t;
+      continue;
+    }
+    uint32_t e = t + 1;
+    while (e < G.n && G.released[e] && G.st[e] == G.st[t]) ++e;
+    starts[runs] = uint16_t(t);
+    ends[runs] = uint16_t(e - 1);
+    ++runs;
+    t = e;
+  }
+  const Launch* l = G.r->launch;
+  uint32_t mul = runs > 1 ? runs - 1 : 1, add = runs > 1 ? runs - 1 : 0;  // reversed
+  if (l->order == MK_ORDER_SHUFFLE && runs > 1) {
+    uint32_t h = l->seed * 0x9E3779B9u + runs * 0x85EBCA6Bu;
+    h ^= h >> 13;
+    auto gcd = [](uint32_t x, uint32_t y) { while (y) { uint32_t r = x % y; x = y; y = r; } return x; };
+    mul = h % runs ? h % runs : 1;
+    while (gcd(mul, runs) != 1) mul = mul + 1 < runs ? mul + 1 : 1;
+    add = (h >> 9) % runs;
+  }
+  for (uint32_t k = 0; k < runs; ++k) {
+    const uint32_t i = uint32_t((uint64_t(mul) * k + add) % runs);
+    run_range(G, G.st[starts[i]], starts[i], uint32_t(ends[i]) + 1);
+  }
+}
+
 inline Summary run_range(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) {
   if (__builtin_expect(G.r->launch->order != MK_ORDER_DEFAULT, 0) && e > b + 1) return run_permuted(G, resume, b, e);
   return run_span(G, resume, b, e);
@@ -739,7 +774,13 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
       // one): release them all.
       for (uint32_t t = 0; t < n; ++t) G.released[t] = G.st[t] != DONE;
     }
-    // Run the released threads: runs of consecutive threads at the same point.
+    // Run the released threads: runs of consecutive threads at the same point
+    // (last run first, or shuffled, under another Launch::order).
+    if (__builtin_expect(l->order != MK_ORDER_DEFAULT, 0)) {
+      run_released_permuted(G);
+      mm = summarize(G.st, n);
+      continue;
+    }
     for (uint32_t t = 0; t < n;) {
       if (!G.released[t]) {
         ++t;
