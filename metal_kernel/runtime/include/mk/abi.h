@@ -10,7 +10,13 @@
 #define MK_SIMD_WIDTH 32
 #define MK_MAX_THREADS_PER_GROUP 1024
 #define MK_MAX_TG_MEMORY 32768
+// CUDA blocks (metal_kernel.port) may use up to 227 KiB of shared memory, as
+// on an H100/H200; the arena is that large, Metal dispatches stop at 32 KiB.
+#define MK_MAX_CUDA_SHARED_MEMORY 232448
 #define MK_MAX_TG_SLOTS 256
+// Threadgroup allocations keyed by a slot at or above this are looked up by
+// key (CUDA __shared__ variables: a hash per declaration and instantiation).
+#define MK_TG_KEYED_SLOTS 256
 
 // mkrt_dispatch flags
 #define MK_DISPATCH_NEVER_SYNCS 1u  // the entry never synchronises: no fiber per group
@@ -19,6 +25,8 @@
 #define MK_DISPATCH_NO_FIBER 4u     // a work-item entry whose launch fits the work-item
                                     // layout: it never falls back to fibers, so it runs on
                                     // the worker's own stack (mk/workitem.h)
+#define MK_DISPATCH_CUDA 8u         // a CUDA kernel: shared memory up to
+                                    // MK_MAX_CUDA_SHARED_MEMORY, errors speak of CUDA
 
 namespace mk {
 
