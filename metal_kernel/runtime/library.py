@@ -123,6 +123,8 @@ _UNKNOWN = 0xFFFFFFFF
 class Kernel:
     """One kernel of a library; call it like torch's compiled shader kernels."""
 
+    dispatch_flags = 0  # MK_DISPATCH_* added to every dispatch (CUDA kernels: DISPATCH_CUDA)
+
     def __init__(self, library: "Library", entry: KernelEntry, fn, sizes, tg_mem, fiber_fn=None,
                  stream_fn=None):
         self._library = library
@@ -365,14 +367,14 @@ class Kernel:
             ctypes.cast(tgs, ctypes.POINTER(ctypes.c_uint32)),
         )
         err = ErrorInfo()
-        flags = 0
+        flags = self.dispatch_flags
         if self._entry.mode == "direct":
-            flags = DISPATCH_NEVER_SYNCS
+            flags |= DISPATCH_NEVER_SYNCS
             if not wanted and self._static_tg == 0:
                 flags |= DISPATCH_COALESCE  # no threadgroup memory: groups may share a call
         elif self._entry.mode == "workitem-loops" and n <= WORKITEM_MAX_BUFFERS and \
                 len(tg_sizes) <= WORKITEM_MAX_TG_BUFFERS:
-            flags = DISPATCH_NO_FIBER  # the driver will not fall back to fibers: no fiber per group
+            flags |= DISPATCH_NO_FIBER  # the driver will not fall back to fibers: no fiber per group
         fn = self._fn
         if self._stream_fn is not None and _use_streaming_stores(sum(b.sizes)):
             fn = self._stream_fn
@@ -387,7 +389,8 @@ class Kernel:
                 # replay it with the tracked entry, which names the thread
                 # exactly; keep the first error if the replay does not fail.
                 err2 = ErrorInfo()
-                if runtime().mkrt_dispatch(self._fiber_fn, ctypes.byref(launch), ctypes.byref(err2), 0,
+                if runtime().mkrt_dispatch(self._fiber_fn, ctypes.byref(launch), ctypes.byref(err2),
+                                           self.dispatch_flags,
                                            timeout_ms) != 0 and err2.kind not in (_ERR_TIMEOUT, _ERR_INTERRUPTED):
                     err = err2
             raise self._error(err, b)
@@ -471,6 +474,8 @@ def _is_ndarray(a) -> bool:
 class Library:
     """What compile_shader returns: kernels as attributes, listed by dir()."""
 
+    kernel_class = Kernel
+
     def __init__(self, compiled: CompiledLibrary):
         self._compiled = compiled
         self._lib = load_kernel_library(compiled.path)
@@ -494,7 +499,7 @@ class Library:
                 tg = int(ctypes.c_uint64.in_dll(self._lib, f"__mk_tgmem_{e.symbol}").value)
             except ValueError:
                 tg = None if not e.has_tg_size and not compiled.tg_sizes_known else 0
-            self._kernels[e.host_name] = Kernel(self, e, fn, sizes, tg, fiber_fn, stream_fn)
+            self._kernels[e.host_name] = self.kernel_class(self, e, fn, sizes, tg, fiber_fn, stream_fn)
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("_kernels", {})
