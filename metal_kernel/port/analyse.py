@@ -44,7 +44,12 @@ class Kernel:
 
     @property
     def qualified(self) -> str:
-        return "::" + "::".join([*self.scope, self.name]) if self.scope else "::" + self.name
+        return "::" + self.spelling
+
+    @property
+    def spelling(self) -> str:
+        """As CUDA names it: `k`, `ns::k` (anonymous namespaces left out)."""
+        return "::".join([*(s for s in self.scope if s), self.name])
 
 
 @dataclass
@@ -56,7 +61,7 @@ class Instantiation:
 
     @property
     def spelling(self) -> str:
-        return f"{self.kernel.name}<{self.template_args}>"
+        return f"{self.kernel.spelling}<{self.template_args}>"
 
 
 @dataclass
@@ -332,6 +337,8 @@ class Analyser:
             add(name, targs, node, "explicit instantiation")
         for call in self.launches:
             fn = call.child_by_field_name("function")
+            while fn is not None and fn.type == "qualified_identifier":
+                fn = fn.child_by_field_name("name")
             if fn is None:
                 continue
             if fn.type == "template_function":

@@ -134,7 +134,7 @@ class Emitter:
             self.export_symbol(i, sym)
         for k in self.unit.kernels:
             if not k.template:
-                self.kernel_entry(k, k.qualified, k.name, at=k.end)
+                self.kernel_entry(k, k.qualified, k.spelling, at=k.end)
         for inst in self.unit.instantiations:
             k = inst.kernel
             callee = f"{k.qualified}<{inst.template_args}>"

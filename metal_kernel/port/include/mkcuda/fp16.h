@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mk/soft_float.h"
+
 namespace mk {
 namespace cuda {
 

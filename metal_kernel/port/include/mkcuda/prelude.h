@@ -37,6 +37,7 @@ template <class T> inline T max(T a, T b) { return a < b ? b : a; }
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __managed__
+#define __constant__
 #define __grid_constant__
 #define __align__(n) __attribute__((aligned(n)))
 #define __builtin_align__(n) __attribute__((aligned(n)))
