@@ -7,7 +7,7 @@
   launch's dynamic shared memory;
 - each `__constant__` / `__device__` variable is exported for the host;
 - each kernel (and each instantiation of a kernel template) gets a wrapper
-  that records the block's indices and calls it, and the runtime's entry
+  that also takes the dynamic shared memory, and the runtime's entry
   points (runtime/rewriter.py's entry_code: the same shape as Metal
   kernels, so the work-item compiler, the scheduler and the checker treat
   both alike).
@@ -23,14 +23,10 @@ from ..runtime.rewriter import KernelEntry, Param, entry_code
 from .analyse import Kernel, Unit
 from .parse import Source, declarator_name, walk
 
-# The wrapper's parameters after the kernel's own: the dynamic shared memory
-# and the block's indices (bound like Metal's thread attributes).
-BLOCK_PARAMS = [
-    Param("__mk_smem", "threadgroup", index=0),
-    Param("__mk_block", "attribute", attribute="threadgroup_position_in_grid"),
-    Param("__mk_dim", "attribute", attribute="dispatch_threads_per_threadgroup"),
-    Param("__mk_grid", "attribute", attribute="threadgroups_per_grid"),
-]
+# The wrapper's parameter after the kernel's own: threadgroup buffer 0, so
+# that the runtime allocates the launch's dynamic shared memory (the kernel
+# finds it, like blockIdx, in the runtime's group record: mkcuda/builtins.h).
+BLOCK_PARAMS = [Param("__mk_smem", "threadgroup", index=0)]
 
 
 @dataclass
@@ -205,16 +201,13 @@ class Emitter:
         sym = len(self.out.kernels)
         n = len(k.params)
         ptype = [f"::mk::arg_t<__mk_cu{sym}::F, {i}>" for i in range(n)]
-        wrapper_params = [f"{ptype[i]} __mk_a{i}" for i in range(n)] + [
-            "char* __mk_smem", "::mk::cuda::ids3 __mk_block", "::mk::cuda::ids3 __mk_dim",
-            "::mk::cuda::ids3 __mk_grid"]
+        wrapper_params = [f"{ptype[i]} __mk_a{i}" for i in range(n)] + ["char*"]
         args = ", ".join(f"__mk_a{i}" for i in range(n))
         codes = ", ".join([f"{n}ull"] + [f"::mk::cuda::type_code<{t}>()" for t in ptype])
         wrapper = f"__mk_cw_{sym}"
         code = (
             f" namespace __mk_cu{sym} {{ using F = decltype(&{callee}); }}"
             f" __attribute__((always_inline)) inline void {wrapper}({', '.join(wrapper_params)}) {{"
-            " ::mk::cuda::enter_block(__mk_block, __mk_dim, __mk_grid, __mk_smem);"
             f" [[clang::always_inline]] {callee}({args}); }}"
             f' extern "C" __attribute__((visibility("default"))) const unsigned long long'
             f" __mk_cuparams_{sym}[] = {{ {codes} }};"

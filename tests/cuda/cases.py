@@ -104,6 +104,10 @@ def bf16_bits(x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), np.uint16(0x7FC0), r)
 
 
+def bf16_float(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
 def storage_dtype(dtype: str):
     return np.uint16 if dtype == "bfloat16" else np.dtype(dtype)
 
@@ -174,8 +178,14 @@ def compare(arg, cpu: np.ndarray, gpu: np.ndarray) -> str | None:
     rule = arg.compare
     if cpu.shape != gpu.shape:
         return f"shape {cpu.shape} vs {gpu.shape}"
+    if gpu.dtype != cpu.dtype and gpu.itemsize == cpu.itemsize:
+        gpu = gpu.view(cpu.dtype)
+    if arg.dtype == "bfloat16":  # compare as floats (NaN payloads are not specified)
+        cpu, gpu = bf16_float(cpu), bf16_float(gpu)
     if rule[0] == "exact" or cpu.dtype.kind not in "f":
         bad = np.flatnonzero(cpu.view(f"u{cpu.itemsize}") != gpu.view(f"u{gpu.itemsize}"))
+        if cpu.dtype.kind == "f":  # any NaN matches any NaN
+            bad = bad[~(np.isnan(cpu[bad]) & np.isnan(gpu[bad]))]
     elif rule[0] == "ulp":
         bad = np.flatnonzero(ulp_distance(cpu, gpu) > rule[1] + 1)
     else:
@@ -283,14 +293,14 @@ CASES = [
     Case("shfl_types", "shfl_types.cu", "shfl_types",
          [In("d", "float64", 32), In("l", "int64", 32, _ints(-2**62, 2**62)), In("h", "float16", 64),
           Out("od", "float64", 32), Out("ol", "int64", 32), Out("oh", "float16", 64)]),
-    Case("ballot", "ballot.cu", "ballot", [In("x", "int32", 64, _ints(-5, 5)), Out("out", "uint32", 128)], block=64),
+    Case("vote_ballot", "vote_ballot.cu", "vote_ballot", [In("x", "int32", 64, _ints(-5, 5)), Out("out", "uint32", 128)], block=64),
     Case("vote_any_all", "vote_any_all.cu", "vote_any_all",
          [In("x", "int32", 64, _ints(0, 100)), Out("out", "int32", 256)], block=64),
-    Case("activemask", "activemask.cu", "activemask", [Out("out", "uint32", 128)], block=64),
-    Case("match_any", "match_any.cu", "match_any",
+    Case("active_mask", "active_mask.cu", "active_mask", [Out("out", "uint32", 128)], block=64),
+    Case("warp_match_any", "warp_match_any.cu", "warp_match_any",
          [In("x", "int32", 64, _ints(0, 5)), In("f", "float32", 64, ("values", [0.5, -0.0, 0.0, 1.5, 0.5, 2.5])),
           Out("out", "uint32", 128)], block=64),
-    Case("match_all", "match_all.cu", "match_all",
+    Case("warp_match_all", "warp_match_all.cu", "warp_match_all",
          [In("x", "int32", 64, ("values", [7] * 40 + [105] * 24)), Out("out", "uint32", 256)], block=64),
     Case("reduce_sync", "reduce_sync.cu", "reduce_sync",
          [In("x", "int32", 64, _ints(-1000, 1000)), Out("out", "int32", 320)], block=64),
@@ -332,7 +342,7 @@ CASES = [
          [InOut("counters", "uint32", 3, ("values", [0, 0, 0]))], grid=3, block=100),
     Case("atomic_cas", "atomic_cas.cu", "atomic_cas",
          [In("x", "float32", 256, _u(0, -100.0, 100.0)), InOut("out", "float32", 1, ("values", [-1e30])),
-          InOut("flags", "uint16", 8, ("values", [0]))], grid=2, block=128),
+          InOut("counts", "uint16", 8, ("values", [0]))], grid=2, block=128),
     Case("atomic_bits", "atomic_bits.cu", "atomic_bits",
          [InOut("out", "uint32", 3, ("values", [0, 2**32 - 1, 0])), InOut("out64", "uint64", 1, ("values", [0]))],
          grid=2, block=100),
@@ -344,10 +354,13 @@ CASES = [
           InOut("hs", "float16", 2, ("values", [0.0]))], block=64),
     # numerics
     Case("half_convert", "half_convert.cu", "half_convert",
-         [In("x", "float32", 32, ("values", SPECIAL_FLOATS)), Out("out", "uint16", 128), Out("back", "float32", 32)]),
+         [In("x", "float32", 32, ("values", SPECIAL_FLOATS)), Out("out", "float16", 128), Out("back", "float32", 32)]),
     Case("half_arith", "half_arith.cu", "half_arith",
          [In("a", "float16", 64, _u(0, -4.0, 4.0)), In("b", "float16", 64, _u(0, 0.5, 3.0)),
-          In("c", "float16", 64, _u(0, -2.0, 2.0)), Out("out", "float16", 6 * 64), Out("out2", "float16", 4 * 64)],
+          # nvcc contracts a half multiply and add into one fma (-fmad=true),
+          # the CPU rounds each: equal within half precision, not bit for bit.
+          In("c", "float16", 64, _u(0, -2.0, 2.0)), Out("out", "float16", 6 * 64, CLOSE(2e-3, 2e-3)),
+          Out("out2", "float16", 4 * 64, CLOSE(2e-3, 2e-3))],
          block=64),
     Case("half2_float2", "half2_float2.cu", "half2_float2",
          [In("in", "float32", 64, ("values", SPECIAL_FLOATS)), Out("out", "float32", 64), Out("parts", "float32", 96)]),

@@ -200,6 +200,7 @@ struct Worker {
   uint32_t tg_keys[MK_MAX_TG_SLOTS];
   void* tg_keyed[MK_MAX_TG_SLOTS];
   uint32_t ntg_keys = 0;
+  GroupInfo group_info;  // MK_TG_GROUP_INFO
   void* tg_buffers[64];
 
   Stack& stack(uint32_t i) {
@@ -346,6 +347,7 @@ void** keyed_slot(Worker* w, uint32_t key) {
 
 void* api_threadgroup_alloc(uint32_t slot, size_t size, size_t align) {
   Worker* w = tls_worker;
+  if (slot == MK_TG_GROUP_INFO) return &w->group_info;
   void** p;
   if (slot >= MK_TG_KEYED_SLOTS) {
     p = keyed_slot(w, slot);
@@ -543,6 +545,10 @@ void run_group(Worker* w, uint64_t index) {
     w->tg_buffers[i] = w->tg_memory + at;
     w->tg_used = at + l->tg_buffer_sizes[i];
   }
+  w->group_info.threadgroup_position = tg;
+  w->group_info.threads_per_threadgroup = d;
+  w->group_info.threadgroups_per_grid = ng;
+  w->group_info.tg_buffer0 = l->ntg_buffers ? w->tg_buffers[0] : nullptr;
   Run& r = w->run0;
   r.group = reinterpret_cast<Group*>(w);
   r.launch = l;

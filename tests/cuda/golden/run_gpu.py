@@ -190,10 +190,21 @@ def main():
     with tempfile.TemporaryDirectory(prefix="mk-golden-") as tmp:
         work = Path(tmp)
         files = sorted({c.file for c in selected_run})
+        def try_build(f):
+            try:
+                return build(f, selected, work, args.arch)
+            except RuntimeError as e:
+                print(e, flush=True)
+                return None
+
         with ThreadPoolExecutor(max(1, min(len(files), os.cpu_count() or 4))) as pool:
-            built = dict(zip(files, pool.map(lambda f: build(f, selected, work, args.arch), files)))
+            built = dict(zip(files, pool.map(try_build, files)))
         arrays, metas = {}, {}
         for case in selected_run:
+            if built[case.file] is None:
+                metas[case.name] = {"printf": [], "error": "nvcc failed"}
+                print(f"{case.name}: nvcc failed", flush=True)
+                continue
             if case.expect_error:
                 proc = subprocess.run([sys.executable, __file__, "--single", case.name, "--lib", str(built[case.file]),
                                        "--out", tmp], capture_output=True, text=True)

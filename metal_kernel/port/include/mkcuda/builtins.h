@@ -4,9 +4,11 @@
 // Indices: threadIdx comes from the runtime's thread-index marker
 // (__mk_thread_index, which the work-item compiler turns into the loop
 // counter), blockIdx / blockDim / gridDim and the dynamic shared memory from
-// a per-worker record the kernel's entry fills when a block starts (they are
-// the same for every thread of the block, and a worker runs one block at a
-// time, fibers included).
+// the group record the runtime fills when a block starts (MK_TG_GROUP_INFO,
+// reached through the threadgroup-allocation marker, which the work-item
+// compiler turns into a load from the group). No thread-local storage: a
+// first access to it in a dlopen'ed library runs __tls_get_addr's slow path,
+// which clobbers the AVX-512 registers clang keeps values in across it.
 #pragma once
 #include <stdint.h>
 #include <type_traits>
@@ -16,40 +18,36 @@
 namespace mk {
 namespace cuda {
 
-// A dim3-like value the entry binds from the runtime's u3 (mk::attr).
-struct ids3 {
-  unsigned int v[3];
-  ids3() = default;
-  constexpr ids3(unsigned int a, unsigned int b, unsigned int c) : v{a, b, c} {}
-  constexpr unsigned int operator[](int i) const { return v[i]; }
-};
+// The running block, as the runtime describes it (mk/abi.h GroupInfo).
+__attribute__((always_inline)) inline const GroupInfo& group() {
+  return *static_cast<const GroupInfo*>(__mk_tg_alloc(MK_TG_GROUP_INFO, sizeof(GroupInfo), alignof(GroupInfo)));
+}
 
-struct Block {
-  uint3 block_idx;
-  dim3 block_dim;
-  dim3 grid_dim;
-  char* dynamic_shared;
-};
-inline thread_local Block t_block;
-
-__attribute__((always_inline)) inline void enter_block(const ids3& b, const ids3& d, const ids3& g, char* smem) {
-  t_block.block_idx = uint3{b[0], b[1], b[2]};
-  t_block.block_dim = dim3(d[0], d[1], d[2]);
-  t_block.grid_dim = dim3(g[0], g[1], g[2]);
-  t_block.dynamic_shared = smem;
+__attribute__((always_inline)) inline uint3 block_idx() {
+  const u3 v = group().threadgroup_position;
+  return uint3{v.x, v.y, v.z};
+}
+__attribute__((always_inline)) inline dim3 block_dim() {
+  const u3 v = group().threads_per_threadgroup;
+  return dim3(v.x, v.y, v.z);
+}
+__attribute__((always_inline)) inline dim3 grid_dim() {
+  const u3 v = group().threadgroups_per_grid;
+  return dim3(v.x, v.y, v.z);
 }
 
 __attribute__((always_inline)) inline unsigned int linear_thread() { return __mk_thread_index(); }
 
 __attribute__((always_inline)) inline uint3 thread_idx() {
   const unsigned int lin = __mk_thread_index();
-  const dim3 d = t_block.block_dim;
+  const u3 d = group().threads_per_threadgroup;
   if (d.y == 1 && d.z == 1) return uint3{lin, 0u, 0u};
   return uint3{lin % d.x, (lin / d.x) % d.y, lin / (d.x * d.y)};
 }
 
 __attribute__((always_inline)) inline unsigned int block_threads() {
-  return t_block.block_dim.x * t_block.block_dim.y * t_block.block_dim.z;
+  const u3 d = group().threads_per_threadgroup;
+  return d.x * d.y * d.z;
 }
 
 // Shared memory: one block per (key, block). Keys of __shared__
@@ -67,15 +65,15 @@ __attribute__((always_inline)) inline T& shared() {
   static_assert(Key >= MK_TG_KEYED_SLOTS, "shared keys are above the Metal slots");
   return *static_cast<T*>(__mk_tg_alloc(Key, sizeof(T), alignof(T) < 16 ? 16 : alignof(T)));
 }
-__attribute__((always_inline)) inline char* dynamic_shared() { return t_block.dynamic_shared; }
+__attribute__((always_inline)) inline char* dynamic_shared() { return static_cast<char*>(group().tg_buffer0); }
 
 }  // namespace cuda
 }  // namespace mk
 
 #define threadIdx (::mk::cuda::thread_idx())
-#define blockIdx (static_cast<const uint3&>(::mk::cuda::t_block.block_idx))
-#define blockDim (static_cast<const dim3&>(::mk::cuda::t_block.block_dim))
-#define gridDim (static_cast<const dim3&>(::mk::cuda::t_block.grid_dim))
+#define blockIdx (::mk::cuda::block_idx())
+#define blockDim (::mk::cuda::block_dim())
+#define gridDim (::mk::cuda::grid_dim())
 #define warpSize 32
 
 // ------------------------------------------------------- synchronisation --
@@ -177,9 +175,9 @@ inline int printf(const char* format, A... args) {
     return n;
   }
   char* p = __mk_cuda_printf.data + at;
-  const ::mk::cuda::Block& b = ::mk::cuda::t_block;
-  PrintfRecord rec{uint32_t(size), __mk_thread_index(),
-                   b.block_idx.x + uint64_t(b.grid_dim.x) * (b.block_idx.y + uint64_t(b.grid_dim.y) * b.block_idx.z)};
+  const ::mk::GroupInfo& g = ::mk::cuda::group();
+  const ::mk::u3 b = g.threadgroup_position, grid = g.threadgroups_per_grid;
+  PrintfRecord rec{uint32_t(size), __mk_thread_index(), b.x + uint64_t(grid.x) * (b.y + uint64_t(grid.y) * b.z)};
   __builtin_memcpy(p, &rec, sizeof rec);
   __builtin_snprintf(p + sizeof rec, size_t(n) + 1, format, args...);
   return n;

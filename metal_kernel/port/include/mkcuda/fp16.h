@@ -23,10 +23,14 @@ inline N round_directed(float f, int dir) {  // dir: 0 toward zero, -1 down, +1 
   if (!too_far) return r;
   uint16_t bits;
   memcpy(&bits, &r, 2);
-  // One step toward zero in magnitude (the same sign as f, or zero).
-  const bool toward_zero = (back > f) == (f > 0 || (f == 0 && back > 0));
-  if (bits & 0x7fffu) bits = toward_zero ? uint16_t(bits - 1) : uint16_t(bits + 1);
-  else bits = uint16_t((bits & 0x8000u) ^ 0x8000u) | 1u;
+  // One step toward f: smaller in magnitude when r went past f away from
+  // zero, else larger; from a zero, the smallest subnormal of f's sign.
+  if (bits & 0x7fffu) {
+    const bool shrink = __builtin_fabsf(back) > __builtin_fabsf(f);
+    bits = shrink ? uint16_t(bits - 1) : uint16_t(bits + 1);
+  } else {
+    bits = uint16_t(f < 0 ? 0x8001u : 0x0001u);
+  }
   memcpy(&r, &bits, 2);
   return r;
 }

@@ -17,6 +17,10 @@
 // Threadgroup allocations keyed by a slot at or above this are looked up by
 // key (CUDA __shared__ variables: a hash per declaration and instantiation).
 #define MK_TG_KEYED_SLOTS 256
+// This key returns the running group's GroupInfo (read-only), filled by the
+// runtime: how code that has no thread attributes (CUDA's blockIdx in any
+// device function) learns where it runs, in every execution mode.
+#define MK_TG_GROUP_INFO 0xFFFFFFFFu
 
 // mkrt_dispatch flags
 #define MK_DISPATCH_NEVER_SYNCS 1u  // the entry never synchronises: no fiber per group
@@ -76,6 +80,15 @@ struct Run {
 };
 
 typedef void (*EntryFn)(Run*);
+
+// What MK_TG_GROUP_INFO returns.
+struct GroupInfo {
+  u3 threadgroup_position;
+  u3 threads_per_threadgroup;    // the dispatched shape
+  u3 threadgroups_per_grid;
+  uint32_t pad;
+  void* tg_buffer0;              // [[threadgroup(0)]] storage (CUDA: dynamic shared memory)
+};
 
 // A simdgroup operation as one lane publishes it.
 struct SimdCall {

@@ -1,5 +1,5 @@
 // Rule: __activemask in converged and divergent code.
-__global__ void activemask(unsigned* out) {
+__global__ void active_mask(unsigned* out) {
   int lane = threadIdx.x % 32;
   out[threadIdx.x * 2] = __activemask();
   unsigned m = 0;

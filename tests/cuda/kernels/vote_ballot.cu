@@ -1,5 +1,5 @@
 // Rule: __ballot_sync over the full warp and over a divergent subset.
-__global__ void ballot(const int* x, unsigned* out) {
+__global__ void vote_ballot(const int* x, unsigned* out) {
   int t = threadIdx.x, lane = t % 32;
   int v = x[t];
   out[t * 2] = __ballot_sync(0xffffffffu, v > 0);
