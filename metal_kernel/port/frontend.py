@@ -29,7 +29,7 @@ def pass1_args(opts: CompileOptions) -> list[str]:
     args = ["-E", "-x", "c++", "-std=c++17", "-fno-caret-diagnostics", "-nostdinc", "-nostdinc++"]
     for d in opts.include_dirs:
         args += ["-I", str(d)]
-    args += ["-isystem", str(PASS1_DIR)]
+    args += ["-I", str(PASS1_DIR)]  # -I: searched before the system dirs zig adds
     args += ["-D__CUDACC__=1", "-D__NVCC__=1", f"-D__CUDA_ARCH__={CUDA_ARCH}", "-D__CUDACC_VER_MAJOR__=13",
              "-D__CUDACC_VER_MINOR__=0", "-DCUDART_VERSION=13000", "-DCUDA_VERSION=13000",
              "-D__CUDACC_RELAXED_CONSTEXPR__=1", "-D__HAVE_MK_RUNTIME__=1"]
