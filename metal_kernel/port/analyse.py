@@ -347,24 +347,31 @@ class Analyser:
                 if self.dependent(call, targs):
                     file, line = self.src.where(call)
                     self.unit.notes.append(
-                        f"{file}:{line}: launch of '{self.src.text(fn)}' depends on the template parameters of "
-                        "the host function around it; add an explicit instantiation to name it")
+                        f"{file}:{line}: launch of '{self.src.text(fn)}' depends on names local to "
+                        "the host code around it; add an explicit instantiation to name it")
                     continue
                 add(name, self.src.text(targs), call, "launch")
             else:
                 add(self.src.text(fn), None, call, "launch")
 
     def dependent(self, node, targs) -> bool:
-        """Whether the template arguments name a template parameter of a host
-        template the launch is in."""
+        """Whether the template arguments name something local to the host
+        code around the launch (a template parameter of a host template, a
+        parameter or variable of the function or lambda it is in): the
+        instantiation cannot be named at namespace scope then."""
         used = {self.src.text(n) for n in walk(targs) if n.type in ("type_identifier", "identifier")}
         p = node.parent
         while p is not None:
-            if p.type == "template_declaration":
-                params = p.child_by_field_name("parameters")
-                for n in walk(params) if params is not None else ():
-                    if n.type in ("type_identifier", "identifier") and self.src.text(n) in used:
-                        return True
+            if p.type in ("template_declaration", "function_definition", "lambda_expression"):
+                for n in walk(p):
+                    if n.type in ("parameter_declaration", "optional_parameter_declaration",
+                                  "type_parameter_declaration", "optional_type_parameter_declaration",
+                                  "init_declarator", "declaration"):
+                        d = declarator_name(n.child_by_field_name("declarator")) if n.type != \
+                            "type_parameter_declaration" else next(
+                                (c for c in n.children if c.type == "type_identifier"), None)
+                        if d is not None and self.src.text(d) in used:
+                            return True
             p = p.parent
         return False
 
