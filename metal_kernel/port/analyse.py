@@ -90,6 +90,7 @@ class Unit:
     errors: list[tuple[str, str, int]] = field(default_factory=list)  # (what, file, line)
     notes: list[str] = field(default_factory=list)  # instantiations that could not be known
     device_bodies: list[object] = field(default_factory=list)  # kept function definitions
+    launches: list[object] = field(default_factory=list)  # `k<<<...>>>(...)` calls in host code
 
 
 def normalise_template_args(text: str) -> str:
@@ -120,8 +121,9 @@ def normalise_template_args(text: str) -> str:
 
 
 class Analyser:
-    def __init__(self, src: Source):
+    def __init__(self, src: Source, host_program: bool = False):
         self.src = src
+        self.host_program = host_program  # keep host code (port/program.py runs it)
         self.unit = Unit()
         self.kernels_by_name: dict[str, list[Kernel]] = {}
         self.launches = []  # (call node, name, targs node or None)
@@ -130,6 +132,7 @@ class Analyser:
     def run(self) -> Unit:
         self.scope_list(self.src.root, [])
         self.resolve_instantiations()
+        self.unit.launches = list(self.launches)
         for body in self.unit.device_bodies:
             self.check_device_code(body)
         return self.unit
@@ -203,6 +206,8 @@ class Analyser:
         return any(c.type in ("default_method_clause", "delete_method_clause") for c in node.children)
 
     def drop(self, node):
+        if self.host_program:
+            return
         # A template's header goes with it.
         if node.parent is not None and node.parent.type == "template_declaration":
             node = node.parent
@@ -399,5 +404,5 @@ class Analyser:
         self.unit.errors.append((what, file, line))
 
 
-def analyse(src: Source) -> Unit:
-    return Analyser(src).run()
+def analyse(src: Source, host_program: bool = False) -> Unit:
+    return Analyser(src, host_program).run()

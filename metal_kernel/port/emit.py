@@ -221,3 +221,30 @@ class Emitter:
 
 def emit(src: Source, unit: Unit, workitem: bool) -> Emitted:
     return Emitter(src, unit, workitem).run()
+
+
+def emit_program(src: Source, unit: Unit) -> str:
+    """A whole CUDA program for the CPU (port/program.py): host code kept,
+    each `k<<<grid, block, smem, stream>>>(args)` a call of
+    ::mk::cuda::host_launch (mkcuda/host.h), shared memory as for libraries."""
+    e = Emitter(src, unit, workitem=False)
+    file_scope = {}
+    for s in unit.shared:
+        if s.file_scope:
+            file_scope.update(e.file_scope_shared(s))
+        else:
+            e.function_shared(s)
+    if file_scope:
+        e.rewrite_uses(file_scope)
+    for call in unit.launches:
+        fn = call.child_by_field_name("function")
+        config = next(c for c in call.children if c.type == "kernel_call_syntax")
+        args = call.child_by_field_name("arguments")
+        parts = [src.text(c) for c in config.named_children]
+        grid, block = parts[0], parts[1]
+        smem = parts[2] if len(parts) > 2 else "0"
+        text = (f"::mk::cuda::host_launch(dim3({grid}), dim3({block}), (size_t)({smem}), "
+                f"[&](auto&&... __mk_a) {{ {src.text(fn)}(__mk_a...); }}"
+                + ("" if not args.named_children else ", " + src.text(args)[1:-1]) + ")")
+        e.edits.replace(call.start_byte, call.end_byte, text)
+    return e.edits.apply() + '\nextern "C" const ::mk::RuntimeApi* __mk_rt = ::mk::cuda::runtime_api();\n'

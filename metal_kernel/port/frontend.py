@@ -26,26 +26,20 @@ class CudaCompileError(MetalCompileError):
     cannot run; `filename` and `lineno` point at the user's line."""
 
 
-def pass1_args(opts: CompileOptions, host_program: bool = False) -> list[str]:
-    """clang -E arguments. A library's device code sees stubs of the C and
-    C++ headers (their declarations come in pass 2 from mkcuda/prelude.h); a
-    host program (port/program.py) sees the system's."""
-    args = ["-E", "-x", "c++", "-std=c++17", "-fno-caret-diagnostics"]
-    if not host_program:
-        args += ["-nostdinc", "-nostdinc++"]
+def pass1_args(opts: CompileOptions) -> list[str]:
+    """clang -E arguments: CUDA, C and C++ headers are stubs (their
+    declarations come in pass 2 from mkcuda/prelude.h), only their macros
+    expand here."""
+    args = ["-E", "-x", "c++", "-std=c++17", "-fno-caret-diagnostics", "-nostdinc", "-nostdinc++"]
     for d in opts.include_dirs:
         args += ["-I", str(d)]
-    args += ["-I", str(PASS1_CUDA)]  # -I: searched before the system dirs zig adds
-    if not host_program:
-        args += ["-I", str(PASS1_LIBC)]
+    args += ["-I", str(PASS1_CUDA), "-I", str(PASS1_LIBC)]  # -I: before the system dirs zig adds
     args += ["-D__CUDACC__=1", "-D__NVCC__=1", f"-D__CUDA_ARCH__={CUDA_ARCH}", "-D__CUDACC_VER_MAJOR__=13",
              "-D__CUDACC_VER_MINOR__=0", "-DCUDART_VERSION=13000", "-DCUDA_VERSION=13000",
              "-D__CUDACC_RELAXED_CONSTEXPR__=1", "-D__HAVE_MK_RUNTIME__=1"]
     for name, value in opts.defines:
         args.append(f"-D{name}={value}" if value is not None else f"-D{name}")
-    args += ["-include", str(PASS1_CUDA / "mkcuda_cuda.h")]
-    if not host_program:
-        args += ["-include", str(PASS1_LIBC / "mkcuda_pass1.h")]
+    args += ["-include", str(PASS1_CUDA / "mkcuda_cuda.h"), "-include", str(PASS1_LIBC / "mkcuda_pass1.h")]
     return args
 
 

@@ -74,7 +74,7 @@ __attribute__((always_inline)) inline char* dynamic_shared() { return static_cas
 #define blockIdx (::mk::cuda::block_idx())
 #define blockDim (::mk::cuda::block_dim())
 #define gridDim (::mk::cuda::grid_dim())
-#define warpSize 32
+constexpr int warpSize = 32;  // a variable, not a macro: cudaDeviceProp has a warpSize member
 
 // ------------------------------------------------------- synchronisation --
 // __mk_sync_barrier's flags: device and threadgroup memory (CUDA's barrier
@@ -128,7 +128,9 @@ template <class T> __attribute__((always_inline)) inline void __stwb(T* p, T v) 
 template <class T> __attribute__((always_inline)) inline void __stwt(T* p, T v) { *p = v; }
 
 inline long long clock64() { return static_cast<long long>(__builtin_readcyclecounter()); }
+#ifndef MKCUDA_HOST_PROGRAM  // a program has the C library's clock()
 inline long clock() { return static_cast<long>(__builtin_readcyclecounter()); }
+#endif
 inline void __nanosleep(unsigned int) {}  // a scheduling hint
 [[noreturn]] inline void __trap() {
   __mk_rt->fail("__trap() was called");
@@ -139,6 +141,7 @@ inline void __nanosleep(unsigned int) {}  // a scheduling hint
   __builtin_unreachable();
 }
 
+#ifndef MKCUDA_HOST_PROGRAM  // a whole program prints with the C library's printf
 // ----------------------------------------------------------------- printf --
 // Each call appends a record (block, thread, text) to the buffer the host
 // hands the library before a launch (port/library.py); the host sorts them
@@ -182,6 +185,8 @@ inline int printf(const char* format, A... args) {
   __builtin_snprintf(p + sizeof rec, size_t(n) + 1, format, args...);
   return n;
 }
+
+#endif  // MKCUDA_HOST_PROGRAM
 
 // ----------------------------------------------------------------- assert --
 // Pass 1 defines assert(e) to call this (port/include/pass1/assert.h).
