@@ -20,6 +20,7 @@ from pathlib import Path
 from ..runtime.compiler import (COMMON_FLAGS, INCLUDE_DIR, CompileOptions, _atomic_write, _compile_error, _sha,
                                 build_runtime_library, cache_dir, cpu_identity, frontend_of, preprocess,
                                 runtime_version)
+from ..runtime.errors import MetalCompileError
 from ..runtime.toolchain import find_toolchain
 from .analyse import analyse
 from .emit import emit_program
@@ -52,7 +53,11 @@ def build_program(source: str, filename: str = "program.cu", include_dirs: Seque
     tc = find_toolchain()
     runtime = build_runtime_library()
     with tempfile.TemporaryDirectory(prefix="mk-program-", dir=cache_dir()) as tmp:
-        pp = preprocess(source, opts, tc, tmp)
+        try:
+            pp = preprocess(source, opts, tc, tmp)
+        except MetalCompileError as e:
+            raise CudaCompileError(e.detail, file=e.filename, line=e.lineno, text=e.text,
+                                   compiler_output=e.compiler_output) from None
         key = _sha("program", pp, tc.identity, runtime_version(), cpu_identity(), frontend_of(opts).version())
         exe = cache_dir() / "objects" / f"program-{key}"
         if exe.exists():
@@ -72,7 +77,9 @@ def build_program(source: str, filename: str = "program.cu", include_dirs: Seque
                 "-o", str(out)]
         proc = subprocess.run(tc.cxx(*args), capture_output=True, text=True, cwd=tmp)
         if proc.returncode != 0:
-            raise _compile_error(proc.stderr, opts, source, tmp)
+            e = _compile_error(proc.stderr, opts, source, tmp)
+            raise CudaCompileError(e.detail, file=e.filename, line=e.lineno, text=e.text,
+                                   compiler_output=e.compiler_output)
         _atomic_write(exe, out.read_bytes())
         os.chmod(exe, 0o755)
         return exe

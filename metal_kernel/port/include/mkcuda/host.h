@@ -2,9 +2,9 @@
 // (port/program.py): device memory is host memory, copies are memcpy, and
 // a launch `k<<<grid, block, smem>>>(args)` (rewritten by port/emit.py to
 // host_launch) runs the kernel through the runtime's scheduler (fibers),
-// with the same headers and semantics as load_cuda. cuBLAS's SGEMM family
-// is a plain loop; the rest of cuBLAS and cuBLASLt report
-// CUBLAS_STATUS_NOT_SUPPORTED.
+// with the same headers and semantics as load_cuda. cuBLAS's GEMMs (Sgemm,
+// GemmEx and their strided-batched forms, fp32/fp16/bf16) are a plain loop;
+// cuBLASLt is not there.
 #pragma once
 #include <cassert>
 #include <cstdio>
@@ -77,6 +77,12 @@ inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) 
 inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t = nullptr) {
   return cudaMemcpy(d, s, n, k);
 }
+inline cudaError_t cudaMemcpy2D(void* d, size_t dpitch, const void* s, size_t spitch, size_t width, size_t height,
+                                cudaMemcpyKind) {
+  for (size_t r = 0; r < height; ++r)
+    memmove(static_cast<char*>(d) + r * dpitch, static_cast<const char*>(s) + r * spitch, width);
+  return cudaSuccess;
+}
 inline cudaError_t cudaMemset(void* p, int v, size_t n) { memset(p, v, n); return cudaSuccess; }
 inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = nullptr) { return cudaMemset(p, v, n); }
 template <class T>
@@ -119,11 +125,13 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
   p->l2CacheSize = 50 << 20;
   return cudaSuccess;
 }
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16, cudaDevAttrMaxThreadsPerMultiProcessor = 39,
-                      cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
+enum cudaDeviceAttr { cudaDevAttrMaxSharedMemoryPerBlock = 8, cudaDevAttrMultiProcessorCount = 16,
+                      cudaDevAttrMaxThreadsPerMultiProcessor = 39, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
 inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
-  *v = a == cudaDevAttrMultiProcessorCount ? 132 : a == cudaDevAttrMaxThreadsPerMultiProcessor ? 2048
-                                                                                              : MK_MAX_CUDA_SHARED_MEMORY;
+  *v = a == cudaDevAttrMultiProcessorCount ? 132
+       : a == cudaDevAttrMaxThreadsPerMultiProcessor ? 2048
+       : a == cudaDevAttrMaxSharedMemoryPerBlock ? 49152
+                                                 : MK_MAX_CUDA_SHARED_MEMORY;
   return cudaSuccess;
 }
 inline cudaError_t cudaSetDevice(int) { return cudaSuccess; }
@@ -169,27 +177,68 @@ inline cublasStatus_t cublasDestroy(cublasHandle_t) { return CUBLAS_STATUS_SUCCE
 inline cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t) { return CUBLAS_STATUS_SUCCESS; }
 inline cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) { *h = nullptr; return CUBLAS_STATUS_SUCCESS; }
 inline cublasStatus_t cublasLtDestroy(cublasLtHandle_t) { return CUBLAS_STATUS_SUCCESS; }
-// C = alpha op(A) op(B) + beta C, column-major, batched by strides.
-inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m,
-                                                int n, int k, const float* alpha, const float* A, int lda,
-                                                long long sa, const float* B, int ldb, long long sb, const float* beta,
-                                                float* C, int ldc, long long sc, int batches) {
+enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1, CUBLAS_GEMM_DEFAULT_TENSOR_OP = 99 };
+
+namespace mk {
+namespace cuda {
+inline float gemm_load(const void* p, long long i, cudaDataType_t t) {
+  if (t == CUDA_R_16F) return float(static_cast<const __half*>(p)[i]);
+  if (t == CUDA_R_16BF) return float(static_cast<const __nv_bfloat16*>(p)[i]);
+  return static_cast<const float*>(p)[i];
+}
+inline void gemm_store(void* p, long long i, cudaDataType_t t, float v) {
+  if (t == CUDA_R_16F) static_cast<__half*>(p)[i] = __half(v);
+  else if (t == CUDA_R_16BF) static_cast<__nv_bfloat16*>(p)[i] = __nv_bfloat16(v);
+  else static_cast<float*>(p)[i] = v;
+}
+// C = alpha op(A) op(B) + beta C, column-major, batched by strides,
+// accumulated in double.
+inline cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
+                           const void* A, cudaDataType_t at, int lda, long long sa, const void* B,
+                           cudaDataType_t bt, int ldb, long long sb, float beta, void* C, cudaDataType_t ct,
+                           int ldc, long long sc, int batches) {
   for (int p = 0; p < batches; ++p)
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) {
         double acc = 0;
         for (int l = 0; l < k; ++l) {
-          const float a = ta == CUBLAS_OP_N ? A[p * sa + i + l * (long long)lda] : A[p * sa + l + i * (long long)lda];
-          const float b = tb == CUBLAS_OP_N ? B[p * sb + l + j * (long long)ldb] : B[p * sb + j + l * (long long)ldb];
-          acc += double(a) * b;
+          const long long ia = p * sa + (ta == CUBLAS_OP_N ? i + l * (long long)lda : l + i * (long long)lda);
+          const long long ib = p * sb + (tb == CUBLAS_OP_N ? l + j * (long long)ldb : j + l * (long long)ldb);
+          acc += double(gemm_load(A, ia, at)) * gemm_load(B, ib, bt);
         }
-        float& c = C[p * sc + i + j * (long long)ldc];
-        c = float(*alpha * acc + (*beta == 0.0f ? 0.0 : double(*beta) * c));
+        const long long ic = p * sc + i + j * (long long)ldc;
+        const double old = beta == 0.0f ? 0.0 : double(beta) * gemm_load(C, ic, ct);
+        gemm_store(C, ic, ct, float(double(alpha) * acc + old));
       }
   return CUBLAS_STATUS_SUCCESS;
+}
+}  // namespace cuda
+}  // namespace mk
+
+inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m,
+                                                int n, int k, const float* alpha, const float* A, int lda,
+                                                long long sa, const float* B, int ldb, long long sb, const float* beta,
+                                                float* C, int ldc, long long sc, int batches) {
+  return ::mk::cuda::gemm(ta, tb, m, n, k, *alpha, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F, ldb, sb, *beta, C,
+                          CUDA_R_32F, ldc, sc, batches);
 }
 inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                                   const float* alpha, const float* A, int lda, const float* B, int ldb,
                                   const float* beta, float* C, int ldc) {
   return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
+}
+inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m,
+                                                 int n, int k, const void* alpha, const void* A, cudaDataType_t at,
+                                                 int lda, long long sa, const void* B, cudaDataType_t bt, int ldb,
+                                                 long long sb, const void* beta, void* C, cudaDataType_t ct, int ldc,
+                                                 long long sc, int batches, cublasComputeType_t, cublasGemmAlgo_t) {
+  return ::mk::cuda::gemm(ta, tb, m, n, k, *static_cast<const float*>(alpha), A, at, lda, sa, B, bt, ldb, sb,
+                          *static_cast<const float*>(beta), C, ct, ldc, sc, batches);
+}
+inline cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                   const void* alpha, const void* A, cudaDataType_t at, int lda, const void* B,
+                                   cudaDataType_t bt, int ldb, const void* beta, void* C, cudaDataType_t ct, int ldc,
+                                   cublasComputeType_t compute, cublasGemmAlgo_t algo) {
+  return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, at, lda, 0, B, bt, ldb, 0, beta, C, ct, ldc, 0, 1,
+                                    compute, algo);
 }
