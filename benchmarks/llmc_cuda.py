@@ -54,7 +54,8 @@ def scaled_copy(dev: Path, dst: Path):
             continue
         head, body = src[:main], src[main:]
         for name, value in SIZES.items():
-            body = re.sub(rf"(\bint\s+{name}\s*=\s*)\d+\s*;", rf"\g<1>{value};", body, count=1)
+            body = re.sub(rf"(\b(?:const\s+)?(?:int|int64_t|long|size_t)\s+{name}\s*=\s*)\d+\s*;",
+                          rf"\g<1>{value};", body, count=1)
         f.write_text(head + body)
 
 
