@@ -229,10 +229,16 @@ class Analyser:
             if not self.keep_host_function(node):
                 self.drop(node)
 
-    def kernel(self, node, scope, template):
+    @staticmethod
+    def function_declarator(node):
+        """The function_declarator inside a definition or declaration."""
         decl = node.child_by_field_name("declarator")
         while decl is not None and decl.type != "function_declarator":
             decl = decl.child_by_field_name("declarator")
+        return decl
+
+    def kernel(self, node, scope, template):
+        decl = self.function_declarator(node)
         if decl is None:
             return
         name_node = decl.child_by_field_name("declarator")
@@ -302,9 +308,7 @@ class Analyser:
         return False
 
     def instantiation(self, node):
-        decl = node.child_by_field_name("declarator")
-        while decl is not None and decl.type != "function_declarator":
-            decl = decl.child_by_field_name("declarator")
+        decl = self.function_declarator(node)
         if decl is None:
             return
         target = decl.child_by_field_name("declarator")

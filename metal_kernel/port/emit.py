@@ -118,14 +118,7 @@ class Emitter:
     def run(self) -> Emitted:
         for start, end in self.unit.drops:
             self.edits.blank(start, end)
-        file_scope = {}
-        for s in self.unit.shared:
-            if s.file_scope:
-                file_scope.update(self.file_scope_shared(s))
-            else:
-                self.function_shared(s)
-        if file_scope:
-            self.rewrite_uses(file_scope)
+        self.all_shared()
         for i, sym in enumerate(self.unit.symbols):
             self.export_symbol(i, sym)
         for k in self.unit.kernels:
@@ -141,6 +134,16 @@ class Emitter:
         return self.out
 
     # ---------------------------------------------------------- shared --
+    def all_shared(self):
+        file_scope = {}
+        for s in self.unit.shared:
+            if s.file_scope:
+                file_scope.update(self.file_scope_shared(s))
+            else:
+                self.function_shared(s)
+        if file_scope:
+            self.rewrite_uses(file_scope)
+
     def shared_expr(self, type_text: str, dims: list[str], extern: bool, key: str) -> str:
         if extern:
             elem = type_text + "".join(dims[1:])
@@ -228,14 +231,7 @@ def emit_program(src: Source, unit: Unit) -> str:
     each `k<<<grid, block, smem, stream>>>(args)` a call of
     ::mk::cuda::host_launch (mkcuda/host.h), shared memory as for libraries."""
     e = Emitter(src, unit, workitem=False)
-    file_scope = {}
-    for s in unit.shared:
-        if s.file_scope:
-            file_scope.update(e.file_scope_shared(s))
-        else:
-            e.function_shared(s)
-    if file_scope:
-        e.rewrite_uses(file_scope)
+    e.all_shared()
     for call in unit.launches:
         fn = call.child_by_field_name("function")
         config = next(c for c in call.children if c.type == "kernel_call_syntax")

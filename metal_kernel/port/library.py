@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..runtime.compiler import CompiledLibrary
 from ..runtime.errors import KernelError, KernelTimeout
-from ..runtime.library import Kernel, Library, _Bound, _is_ndarray, _is_tensor, _numpy_binding
+from ..runtime.library import Kernel, Library, _Bound, _is_ndarray, _is_tensor, array_extent
 from ..runtime.native import CUDA_MAX_SHARED_MEMORY, DISPATCH_CUDA, ErrorInfo
 from .analyse import normalise_template_args
 from .binding import (BFLOAT16, BOOL, FLOAT, HALF, POINTER, SIGNED, UNSIGNED, ArgumentError, TypeCode,
@@ -115,7 +115,7 @@ class CudaKernel(Kernel):
             ptr = a.data_ptr()
             size = a.untyped_storage().nbytes() - (ptr - a.untyped_storage().data_ptr())
         elif _is_ndarray(a):
-            ptr, size = _numpy_binding_any(a)
+            ptr, size = array_extent(a, what)  # float64 included: CUDA has double
         elif isinstance(a, (ctypes.Array, ctypes.Structure)):
             ptr, size = ctypes.addressof(a), ctypes.sizeof(a)
         else:
@@ -147,25 +147,6 @@ class CudaKernel(Kernel):
         out = cls(message, kernel=e.kernel, thread=tid, threadgroup=tuple(e.threadgroup), address=e.address)
         out.block = tuple(e.threadgroup)
         return out
-
-
-def _numpy_binding_any(a):
-    """A numpy array's address and the bytes from there (float64 included:
-    CUDA has double)."""
-    if a.dtype.hasobject:
-        raise TypeError("object arrays cannot be bound to a pointer")
-    root = a
-    while isinstance(root.base, type(a)):
-        root = root.base
-    try:
-        from numpy.lib.array_utils import byte_bounds
-    except ImportError:  # numpy < 2
-        import numpy as np
-
-        byte_bounds = np.byte_bounds
-    lo, hi = byte_bounds(root)
-    ptr = a.__array_interface__["data"][0]
-    return ptr, hi - ptr
 
 
 class CudaLibrary(Library):

@@ -190,6 +190,9 @@ MKCUDA_INT_CONVERSIONS(__nv_bfloat16, bfloat16)
 #undef MKCUDA_INT_CONVERSIONS
 
 // ------------------------------------------------------------- arithmetic --
+// Math on a 16-bit float: in float, rounded once.
+#define MKCUDA_H_MATH(H, NAME, F) \
+  inline H NAME(H a) { return H(F(float(a))); }
 #define MKCUDA_SCALAR_OPS(H)                                                                          \
   inline H __hadd(H a, H b) { return a + b; }                                                         \
   inline H __hsub(H a, H b) { return a - b; }                                                         \
@@ -216,25 +219,26 @@ MKCUDA_INT_CONVERSIONS(__nv_bfloat16, bfloat16)
   inline bool __hle(H a, H b) { return a <= b; }                                                      \
   inline bool __hgt(H a, H b) { return a > b; }                                                       \
   inline bool __hge(H a, H b) { return a >= b; }                                                      \
-  inline H hsqrt(H a) { return H(__builtin_sqrtf(float(a))); }                                        \
+  MKCUDA_H_MATH(H, hsqrt, __builtin_sqrtf) \
   inline H hrsqrt(H a) { return H(float(1.0 / __builtin_sqrt(double(float(a))))); }                   \
   inline H hrcp(H a) { return H(1.0f / float(a)); }                                                   \
-  inline H hexp(H a) { return H(__builtin_expf(float(a))); }                                          \
-  inline H hexp2(H a) { return H(__builtin_exp2f(float(a))); }                                        \
-  inline H hexp10(H a) { return H(__builtin_exp10f(float(a))); }                                      \
-  inline H hlog(H a) { return H(__builtin_logf(float(a))); }                                          \
-  inline H hlog2(H a) { return H(__builtin_log2f(float(a))); }                                        \
-  inline H hlog10(H a) { return H(__builtin_log10f(float(a))); }                                      \
-  inline H hsin(H a) { return H(__builtin_sinf(float(a))); }                                          \
-  inline H hcos(H a) { return H(__builtin_cosf(float(a))); }                                          \
-  inline H htanh(H a) { return H(__builtin_tanhf(float(a))); }                                        \
-  inline H hfloor(H a) { return H(__builtin_floorf(float(a))); }                                      \
-  inline H hceil(H a) { return H(__builtin_ceilf(float(a))); }                                        \
-  inline H htrunc(H a) { return H(__builtin_truncf(float(a))); }                                      \
-  inline H hrint(H a) { return H(__builtin_rintf(float(a))); }
+  MKCUDA_H_MATH(H, hexp, __builtin_expf) \
+  MKCUDA_H_MATH(H, hexp2, __builtin_exp2f) \
+  MKCUDA_H_MATH(H, hexp10, __builtin_exp10f) \
+  MKCUDA_H_MATH(H, hlog, __builtin_logf) \
+  MKCUDA_H_MATH(H, hlog2, __builtin_log2f) \
+  MKCUDA_H_MATH(H, hlog10, __builtin_log10f) \
+  MKCUDA_H_MATH(H, hsin, __builtin_sinf) \
+  MKCUDA_H_MATH(H, hcos, __builtin_cosf) \
+  MKCUDA_H_MATH(H, htanh, __builtin_tanhf) \
+  MKCUDA_H_MATH(H, hfloor, __builtin_floorf) \
+  MKCUDA_H_MATH(H, hceil, __builtin_ceilf) \
+  MKCUDA_H_MATH(H, htrunc, __builtin_truncf) \
+  MKCUDA_H_MATH(H, hrint, __builtin_rintf)
 MKCUDA_SCALAR_OPS(__half)
 MKCUDA_SCALAR_OPS(__nv_bfloat16)
 #undef MKCUDA_SCALAR_OPS
+#undef MKCUDA_H_MATH
 
 #define MKCUDA_PAIR_OPS(H2)                                                                       \
   inline H2 __hadd2(H2 a, H2 b) { return H2(__hadd(a.x, b.x), __hadd(a.y, b.y)); }                \
