@@ -306,6 +306,8 @@ CASES = [
          [In("x", "int32", 64, _ints(-1000, 1000)), Out("out", "int32", 320)], block=64),
     Case("reduce_bits", "reduce_bits.cu", "reduce_bits",
          [In("x", "uint32", 64, ("bits",)), Out("out", "uint32", 192)], block=64),
+    Case("shfl_exited_source", "shfl_exited_source.cu", "shfl_exited_source",
+         [In("x", "int32", 64, ("arange", 1, 0)), InOut("out", "int32", 64, ("values", [-7]))], block=64),
     Case("its_converge", "its_converge.cu", "its_converge", [In("x", "int32", 64, ("arange", 1, 0)),
                                                             Out("out", "int32", 64)], block=64),
     Case("warp_deadlock", "warp_deadlock.cu", "warp_deadlock", [Out("out", "int32", 32)],

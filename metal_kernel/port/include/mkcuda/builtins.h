@@ -70,10 +70,33 @@ __attribute__((always_inline)) inline char* dynamic_shared() { return static_cas
 }  // namespace cuda
 }  // namespace mk
 
-#define threadIdx (::mk::cuda::thread_idx())
-#define blockIdx (::mk::cuda::block_idx())
-#define blockDim (::mk::cuda::block_dim())
-#define gridDim (::mk::cuda::grid_dim())
+namespace mk {
+namespace cuda {
+// threadIdx & co. as constant objects, not macros (host code may name its
+// own variables gridDim or blockDim): `.x` reads the runtime on each use.
+template <class V, V (*Get)()>
+struct Builtin3 {
+  __declspec(property(get = get_x)) unsigned int x;
+  __declspec(property(get = get_y)) unsigned int y;
+  __declspec(property(get = get_z)) unsigned int z;
+  __attribute__((always_inline)) unsigned int get_x() const { return Get().x; }
+  __attribute__((always_inline)) unsigned int get_y() const { return Get().y; }
+  __attribute__((always_inline)) unsigned int get_z() const { return Get().z; }
+  __attribute__((always_inline)) operator uint3() const {
+    const V v = Get();
+    return uint3{v.x, v.y, v.z};
+  }
+  __attribute__((always_inline)) operator dim3() const {
+    const V v = Get();
+    return dim3(v.x, v.y, v.z);
+  }
+};
+}  // namespace cuda
+}  // namespace mk
+constexpr ::mk::cuda::Builtin3<uint3, ::mk::cuda::thread_idx> threadIdx{};
+constexpr ::mk::cuda::Builtin3<uint3, ::mk::cuda::block_idx> blockIdx{};
+constexpr ::mk::cuda::Builtin3<dim3, ::mk::cuda::block_dim> blockDim{};
+constexpr ::mk::cuda::Builtin3<dim3, ::mk::cuda::grid_dim> gridDim{};
 constexpr int warpSize = 32;  // a variable, not a macro: cudaDeviceProp has a warpSize member
 
 // ------------------------------------------------------- synchronisation --

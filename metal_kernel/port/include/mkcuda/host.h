@@ -242,3 +242,41 @@ inline cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cubla
   return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, at, lda, 0, B, bt, ldb, 0, beta, C, ct, ldc, 0, 1,
                                     compute, algo);
 }
+
+// ------------------------------------------------------------- cuBLASLt --
+// Declared so that programs using it build; its matmul reports
+// CUBLAS_STATUS_NOT_SUPPORTED (the program's own error check then stops it).
+typedef struct cublasLtMatmulDescOpaque* cublasLtMatmulDesc_t;
+typedef struct cublasLtMatrixLayoutOpaque* cublasLtMatrixLayout_t;
+typedef struct cublasLtMatmulPreferenceOpaque* cublasLtMatmulPreference_t;
+struct cublasLtMatmulAlgo_t {
+  uint64_t data[8];
+};
+struct cublasLtMatmulHeuristicResult_t {
+  cublasLtMatmulAlgo_t algo;
+  size_t workspaceSize;
+  cublasStatus_t state;
+  float wavesCount;
+  int reserved[4];
+};
+enum cublasLtEpilogue_t { CUBLASLT_EPILOGUE_DEFAULT = 1, CUBLASLT_EPILOGUE_RELU = 2, CUBLASLT_EPILOGUE_BIAS = 4,
+                          CUBLASLT_EPILOGUE_GELU = 32, CUBLASLT_EPILOGUE_GELU_BIAS = 36 };
+enum cublasLtMatmulDescAttributes_t { CUBLASLT_MATMUL_DESC_TRANSA = 3, CUBLASLT_MATMUL_DESC_TRANSB = 4,
+                                      CUBLASLT_MATMUL_DESC_EPILOGUE = 7, CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8 };
+enum cublasLtMatmulPreferenceAttributes_t { CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1 };
+#define MKCUDA_LT_ACCEPT(NAME) \
+  template <class... A>        \
+  inline cublasStatus_t NAME(A...) { return CUBLAS_STATUS_SUCCESS; }
+MKCUDA_LT_ACCEPT(cublasLtMatmulDescCreate)
+MKCUDA_LT_ACCEPT(cublasLtMatmulDescDestroy)
+MKCUDA_LT_ACCEPT(cublasLtMatmulDescSetAttribute)
+MKCUDA_LT_ACCEPT(cublasLtMatrixLayoutCreate)
+MKCUDA_LT_ACCEPT(cublasLtMatrixLayoutDestroy)
+MKCUDA_LT_ACCEPT(cublasLtMatmulPreferenceCreate)
+MKCUDA_LT_ACCEPT(cublasLtMatmulPreferenceDestroy)
+MKCUDA_LT_ACCEPT(cublasLtMatmulPreferenceSetAttribute)
+#undef MKCUDA_LT_ACCEPT
+template <class... A>
+inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(A...) { return CUBLAS_STATUS_NOT_SUPPORTED; }
+template <class... A>
+inline cublasStatus_t cublasLtMatmul(A...) { return CUBLAS_STATUS_NOT_SUPPORTED; }

@@ -53,9 +53,16 @@ __attribute__((always_inline)) inline T shfl(unsigned int mask, T value, unsigne
       if (!::mk::lane_active(l, i)) continue;
       const ShflIn<T>& me = ::mk::lane_in<ShflIn<T>>(l, i);
       const uint32_t j = shfl_source(Kind, i, me.b, me.c);
-      // A source that does not take part reads as undefined on a GPU; here
-      // it is the lane's own value.
-      ::mk::lane_out<T>(l, i) = ::mk::lane_active(l, j) ? ::mk::lane_in<ShflIn<T>>(l, j).value : me.value;
+      // A source that does not take part (exited, or not in the mask) is
+      // undefined in CUDA; an H200 gives 0 for an exited lane, and llm.c's
+      // matmul_backward_bias_kernel8 relies on it: 0 here too.
+      if (::mk::lane_active(l, j)) {
+        ::mk::lane_out<T>(l, i) = ::mk::lane_in<ShflIn<T>>(l, j).value;
+      } else {
+        T zero;
+        memset(static_cast<void*>(&zero), 0, sizeof(T));
+        ::mk::lane_out<T>(l, i) = zero;
+      }
     }
   });
 }
