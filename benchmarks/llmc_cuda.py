@@ -120,7 +120,13 @@ def main():
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per kernel version")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--nvcc", action="store_true", help="build with nvcc and run on the GPU instead")
+    ap.add_argument("--baseline", help="a --json of a --nvcc run: the table shows both")
+    ap.add_argument("--table", help="only print the table for this --json of an earlier run (with --baseline)")
     args = ap.parse_args()
+    if args.table:
+        print(table(json.loads(Path(args.table).read_text()),
+                    json.loads(Path(args.baseline).read_text()) if args.baseline else []))
+        return
     dev = Path(args.llmc) / "dev" / "cuda"
     if not (dev / "common.h").exists():
         sys.exit(f"{dev} is not llm.c's dev/cuda")
@@ -182,6 +188,26 @@ def main():
           f"{files_ok}/{len(results)} files pass completely")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    if args.baseline:
+        print()
+        print(table(results, json.loads(Path(args.baseline).read_text())))
+
+
+def table(cpu: list, gpu: list) -> str:
+    """Markdown: per file, the versions that pass here and on the GPU, and why the others fail."""
+    by_gpu = {r["file"]: r for r in gpu}
+    lines = ["| file | versions | pass on the CPU | pass on the GPU | failing here, and why |", "|---|---|---|---|---|"]
+    for r in cpu:
+        g = by_gpu.get(r["file"], {})
+        n = len(r["versions"]) or 1
+        if r["build"]:
+            lines.append(f"| {r['file']} | {n} | does not build | {len(g.get('passed', []))} | {r['build'][:90]} |")
+            continue
+        why = "; ".join(f"{k}: {v[:70]}" + (" (also on the GPU)" if k in g.get("failed", {}) else "")
+                        for k, v in r["failed"].items())
+        lines.append(f"| {r['file']} | {n} | {len(r['passed'])} | {len(g.get('passed', [])) if g else '?'} | "
+                     f"{why.replace('|', '/')} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

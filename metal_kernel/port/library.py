@@ -170,6 +170,7 @@ class CudaLibrary(Library):
         self.notes = [x for x in ctypes.c_char_p.in_dll(lib, "__mk_cuda_notes").value.decode().split("\n") if x]
         self._printf = PrintfBuffer.in_dll(lib, "__mk_cuda_printf")
         self._printf_memory = None
+        self.printf_dropped = 0  # records the last launch's printf could not keep (buffer full)
 
     def __getitem__(self, name: str) -> CudaKernel:
         if name in self._kernels:
