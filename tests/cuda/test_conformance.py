@@ -100,3 +100,26 @@ def test_errors(case, golden):
                                                              if isinstance(a, cases.Out)})
     assert case.expect_error in str(e.value)
     assert e.value.thread is not None and e.value.block is not None
+
+
+def test_the_comparison_rejects_wrong_outputs():
+    exact = cases.Out("o", "int32", 3)
+    a = np.array([1, 2, 3], np.int32)
+    assert cases.compare(exact, a, a.copy()) is None
+    assert "1 of 3" in cases.compare(exact, a, np.array([1, 2, 4], np.int32))
+    f = cases.Out("f", "float32", 3)
+    nan_a = np.array([np.nan, 1.0, 2.0], np.float32)
+    nan_b = nan_a.copy()
+    nan_b.view(np.uint32)[0] = 0x7FFFFFFF  # another NaN payload: still equal
+    assert cases.compare(f, nan_a, nan_b) is None
+    assert cases.compare(f, nan_a, np.array([0.0, 1.0, 2.0], np.float32)) is not None
+    ulp = cases.Out("u", "float32", 2, cases.ULP([2, 0]))
+    x = np.array([1.0, 1.0], np.float32)
+    three_ulps = np.nextafter(np.nextafter(np.nextafter(x, 2), 2), 2).astype(np.float32)
+    assert cases.compare(ulp, np.array([three_ulps[0], 1.0], np.float32), x) is None  # bound 2 + 1
+    assert cases.compare(ulp, np.array([1.0, np.nextafter(np.float32(1), 2)], np.float32), x) is not None  # 0: exact
+    four = np.nextafter(three_ulps, 2).astype(np.float32)
+    assert cases.compare(ulp, np.array([four[0], 1.0], np.float32), x) is not None
+    bf = cases.Out("b", "bfloat16", 2)
+    assert cases.compare(bf, np.array([0x7FC0, 0x3F80], np.uint16), np.array([0x7FFF, 0x3F80], np.uint16)) is None
+    assert cases.compare(bf, np.array([0x3F81, 0x3F80], np.uint16), np.array([0x3F80, 0x3F80], np.uint16)) is not None
