@@ -245,3 +245,12 @@ __global__ void wrong_mask(int* out) { out[threadIdx.x] = __shfl_sync(0x1u, 1, 0
         with pytest.raises(port.KernelError, match="does not name the calling lane 1"):
             lib.wrong_mask(np.zeros(32, np.int32), grid=1, block=32)
     assert results == {"1": "workitem-loops", "0": "fibers"}
+
+
+def test_defines_and_include_dirs(tmp_path):
+    (tmp_path / "helpers.cuh").write_text("__device__ inline int times(int v) { return v * FACTOR; }\n")
+    src = '#include "helpers.cuh"\n__global__ void k(int* x) { x[threadIdx.x] = times(threadIdx.x); }\n'
+    lib = port.load_cuda(src, filename="defines.cu", include_dirs=[str(tmp_path)], defines={"FACTOR": 7})
+    x = np.full(8, -1, np.int32)
+    lib.k(x, grid=1, block=8)
+    np.testing.assert_array_equal(x, 7 * np.arange(8))
