@@ -18,7 +18,6 @@ from pathlib import Path
 
 from ..runtime import compiler as C
 from ..runtime import workitem
-from ..runtime.rewriter import rewrite
 from . import instrument as I
 
 # The first optimisation keeps accesses scalar (no masked or gathered vector
@@ -33,13 +32,15 @@ def build_checked(pp: str, fcs: dict, opts, tc, tmp: str, out_so: str, source: s
     ll = os.path.join(tmp, "kernel.ll")
     flags = [f for f in C._pass2_flags(opts, "-DMK_WORKITEM=1", "-DMK_CHECK=1") if f != "-g0"] + FIRST_STAGE_FLAGS
     tg_known = True
-    result = rewrite(pp, fcs, tg_helpers=True, workitem=True)
+    fe = C.frontend_of(opts)  # Metal or CUDA source: the same pipeline after the rewrite
+    result = fe.rewrite(pp, fcs, True, True)
     Path(cpp_path).write_text(result.text)
-    proc = C._compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], tmp)
+    proc = C._compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], tmp, header=fe.prelude)
     if proc.returncode != 0 and any(e.has_tg_size for e in result.kernels):
-        retry = rewrite(pp, fcs, tg_helpers=False, workitem=True)
+        retry = fe.rewrite(pp, fcs, False, True)
         Path(cpp_path).write_text(retry.text)
-        proc2 = C._compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], tmp)
+        proc2 = C._compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], tmp,
+                                        header=fe.prelude)
         if proc2.returncode == 0:
             result, proc, tg_known = retry, proc2, False
     if proc.returncode != 0:

@@ -255,7 +255,7 @@ class Instrumenter:
             pre: list[str] = []
             new_ptrs = []
             for (ptr, rw), r in zip(acc.ptrs, roots):
-                if r.kind == "g":
+                if r.kind in ("g", "groupinfo"):
                     new_ptrs.append(None)
                     continue
                 bits = acc.info_bits or (A_READ if rw == "read" else A_WRITE)

@@ -60,7 +60,7 @@ class Dispatch(ctypes.Structure):
                 ("next_state", ctypes.c_uint32), ("serial", ctypes.c_uint64)]
 
 
-TG_ARENA = 32768  # MK_MAX_TG_MEMORY
+TG_ARENA = 232448  # MK_MAX_CUDA_SHARED_MEMORY: the worker's threadgroup arena
 TG_ENTRY_SIZE = 24  # sizeof(chk::TgEntry)
 TG_SHADOW_ENTRIES = TG_ARENA // 4 + TG_ARENA // 2 + TG_ARENA  # chk::kTgShadowEntries
 _serial = itertools.count(1)

@@ -65,7 +65,7 @@ def checked_library(lib: Library) -> Library:
         if lib._source is None or lib._options is None:
             raise RuntimeError("this library was not made by compile_shader, so it cannot be rebuilt checked")
         opts = CompileOptions(**{**lib._options.key(), "checked": True})
-        clib = load_library(lib._source, opts)
+        clib = load_library(lib._source, opts, type(lib))
         lib._variants["checked"] = clib
     return clib
 

@@ -25,6 +25,7 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,11 +70,45 @@ class CompileOptions:
     function_constants: tuple[tuple[str, object], ...] = ()
     optimize: str = "-O2"
     source_name: str = SOURCE_NAME
+    frontend: str = "metal"  # a name in FRONTENDS: the source language
     # The checked build (metal_kernel.check): every access instrumented.
     checked: bool = False
 
     def key(self) -> dict:
         return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Frontend:
+    """What makes a source language: how pass 1 preprocesses it, how the
+    preprocessed text becomes C++ with entry points, and the prelude pass 2
+    compiles it against. Everything after that (pass 2, work-item loops,
+    the cache, the scheduler) is shared."""
+    name: str
+    pass1_args: Callable[[CompileOptions], list[str]]  # clang -E arguments before the file
+    # (preprocessed text, function constants, tg_helpers, workitem) -> RewriteResult
+    rewrite: Callable
+    prelude: Path  # force-included (precompiled) in pass 2
+    include_dirs: tuple[str, ...] = ()  # pass 2, besides runtime/include
+    # Words that can reach a synchronising call; a library without any runs
+    # every kernel in direct mode.
+    sync_words: re.Pattern = None
+    version_files: tuple[Path, ...] = ()  # part of every cache key
+
+    def version(self) -> str:
+        h = hashlib.sha256(self.name.encode())
+        for f in self.version_files:
+            if f.is_file():
+                h.update(str(f.name).encode())
+                h.update(f.read_bytes())
+        return h.hexdigest()[:16]
+
+
+FRONTENDS: dict[str, Frontend] = {}
+
+
+def frontend_of(opts: CompileOptions) -> Frontend:
+    return FRONTENDS[opts.frontend]
 
 
 @dataclass
@@ -162,6 +197,10 @@ def _sha(*parts) -> str:
 
 # ------------------------------------------------------------------ pass 1 --
 def _pass1_args(tc: Toolchain, opts: CompileOptions) -> list[str]:
+    return tc.cxx(*frontend_of(opts).pass1_args(opts))
+
+
+def _metal_pass1_args(opts: CompileOptions) -> list[str]:
     version = LANGUAGE_VERSIONS.get(opts.language_version)
     if version is None:
         raise ValueError(
@@ -178,7 +217,7 @@ def _pass1_args(tc: Toolchain, opts: CompileOptions) -> list[str]:
     for name, value in opts.defines:
         args.append(f"-D{name}={value}" if value is not None else f"-D{name}")
     args += ["-include", str(INCLUDE_DIR / "mk" / "macros.h")]
-    return tc.cxx(*args)
+    return args
 
 
 _DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<kind>fatal error|error): (?P<msg>.*)$",
@@ -265,31 +304,31 @@ PRELUDE = INCLUDE_DIR / "mk" / "prelude.h"
 _PCH_TROUBLE = ("precompiled", "pch", "PCH")
 
 
-def _prelude(tc: Toolchain, flags: list[str]) -> list[str]:
+def _prelude(tc: Toolchain, flags: list[str], header: Path = PRELUDE) -> list[str]:
     """Arguments that give a pass-2 compile with `flags` the Metal standard
     library: a precompiled prelude.h (built once per flags, runtime version
     and compiler, in the cache), which saves ~100 ms per library — clang
     parses the prelude's C++ in ~140 ms, loads the PCH in ~40 — or, when no
     PCH can be built, the header itself."""
-    key = _sha("pch", tc.identity, runtime_version(), cpu_identity(), flags)
+    key = _sha("pch", tc.identity, runtime_version(), cpu_identity(), flags, header)
     pch = cache_dir() / "objects" / f"prelude-{key}.pch"
     if not pch.exists():
         tmp = pch.with_name(f"{pch.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         try:
-            proc = subprocess.run(tc.cxx(*flags, "-x", "c++-header", str(PRELUDE), "-o", str(tmp)),
+            proc = subprocess.run(tc.cxx(*flags, "-x", "c++-header", str(header), "-o", str(tmp)),
                                   capture_output=True, text=True)
             if proc.returncode != 0:
-                return ["-include", str(PRELUDE)]
+                return ["-include", str(header)]
             os.replace(tmp, pch)  # atomic: concurrent builders write the same bytes
         except OSError:
-            return ["-include", str(PRELUDE)]
+            return ["-include", str(header)]
         finally:
             tmp.unlink(missing_ok=True)
     return ["-include-pch", str(pch)]
 
 
 def _compile_with_prelude(tc: Toolchain, flags: list[str], rest: list[str], cwd: str,
-                          link_to: str | None = None) -> subprocess.CompletedProcess:
+                          link_to: str | None = None, header: Path = PRELUDE) -> subprocess.CompletedProcess:
     """clang `flags` + the prelude + `rest` (input, outputs), and the link
     when `link_to` is given. A precompiled prelude that clang rejects (a
     stale or foreign file) costs a retry with the header, never an error."""
@@ -299,11 +338,11 @@ def _compile_with_prelude(tc: Toolchain, flags: list[str], rest: list[str], cwd:
             return _compile_and_link(tc, args, link_to, cwd)
         return subprocess.run(tc.cxx(*args), capture_output=True, text=True, cwd=cwd)
 
-    prelude = _prelude(tc, flags)
+    prelude = _prelude(tc, flags, header)
     proc = run(prelude)
     if proc.returncode != 0 and prelude[0] == "-include-pch" and any(w in proc.stderr for w in _PCH_TROUBLE):
         Path(prelude[1]).unlink(missing_ok=True)  # rebuilt by the next compile
-        proc = run(["-include", str(PRELUDE)])
+        proc = run(["-include", str(header)])
     return proc
 
 
@@ -326,8 +365,10 @@ def _pass2(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOptions,
     flags = _pass2_flags(opts)
     streamable = _streamable(kernels)
     if not streamable:
-        return _compile_with_prelude(tc, flags, [cpp_path], cwd, link_to=out_path)
-    proc = _compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], cwd)
+        return _compile_with_prelude(tc, flags, [cpp_path], cwd, link_to=out_path,
+                                     header=frontend_of(opts).prelude)
+    proc = _compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], cwd,
+                                 header=frontend_of(opts).prelude)
     if proc.returncode != 0:
         return proc
     text = _add_streaming(Path(ll).read_text(), kernels, streamable)
@@ -341,14 +382,18 @@ def _pass2(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOptions,
         # A bug of streaming.py, never the user's: build without the variants.
         for k in kernels:
             k.streaming = False
-        return _compile_with_prelude(tc, flags, [cpp_path], cwd, link_to=out_path)
+        return _compile_with_prelude(tc, flags, [cpp_path], cwd, link_to=out_path,
+                                     header=frontend_of(opts).prelude)
     return proc
 
 
 def _pass2_flags(opts: CompileOptions, *defines: str) -> list[str]:
     """Flags for compiling the rewritten C++ (the prelude and input follow)."""
+    includes = ["-I", str(INCLUDE_DIR)]
+    for d in frontend_of(opts).include_dirs:
+        includes += ["-I", d]
     return ["-x", "c++", *COMMON_FLAGS, opts.optimize, "-w", "-ferror-limit=10", "-fno-caret-diagnostics",
-            *extra_flags(), *defines, "-I", str(INCLUDE_DIR)]
+            *extra_flags(), *defines, *includes]
 
 
 def _codegen_flags(opts: CompileOptions) -> list[str]:
@@ -416,7 +461,7 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
     base = cache_dir()
     manifest_key = _sha("manifest", source, json.dumps(opts.key(), sort_keys=True, default=str),
                         tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled(),
-                        streaming_enabled())
+                        streaming_enabled(), frontend_of(opts).version())
     manifest = base / "manifests" / f"{manifest_key}.json"
     # Direct mode (as ccache): same source and options, and no included file
     # changed since -> the library, without running the preprocessor.
@@ -435,7 +480,7 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
         fcs = dict(opts.function_constants)
         obj_key = _sha("object", pp, sorted((str(k), repr(v)) for k, v in fcs.items()), opts.optimize, opts.checked,
                        tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled(),
-                        streaming_enabled())
+                       streaming_enabled(), frontend_of(opts).version())
         if rebuild:
             # The cached file did not load. A new name, because the dynamic
             # loader may still hold the old file under the old one.
@@ -505,7 +550,8 @@ def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOp
     cwd = os.path.dirname(cpp_path)
     ll = os.path.join(cwd, "kernel.ll")
     flags = _pass2_flags(opts, "-DMK_WORKITEM=1")
-    proc = _compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], cwd)
+    proc = _compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], cwd,
+                                 header=frontend_of(opts).prelude)
     if proc.returncode != 0:
         return proc
     text = Path(ll).read_text()
@@ -574,7 +620,8 @@ def _build(pp: str, fcs: dict, opts: CompileOptions, tc: Toolchain, tmp: str, so
     cpp_path = os.path.join(tmp, "kernel.cpp")
     out_tmp = os.path.join(tmp, "kernel.so")
     tg_known = True
-    synchronises = bool(_SYNC_WORDS.search(pp))
+    fe = frontend_of(opts)
+    synchronises = bool(fe.sync_words.search(pp))
     use_wi = synchronises and workitem_enabled() and opts.optimize not in ("-O0",)
 
     def compile_(res):
@@ -585,12 +632,12 @@ def _build(pp: str, fcs: dict, opts: CompileOptions, tc: Toolchain, tmp: str, so
             k.mode = "fibers" if synchronises else "direct"
         return _pass2(tc, cpp_path, out_tmp, opts, res.kernels)
 
-    result = rewrite(pp, fcs, tg_helpers=True, workitem=use_wi)
+    result = fe.rewrite(pp, fcs, True, use_wi)
     proc = compile_(result)
     if proc.returncode != 0 and any(e.has_tg_size for e in result.kernels):
         # The threadgroup-size helpers could not see a name local to a kernel
         # body; build without them (sizes are then measured at run time).
-        retry = rewrite(pp, fcs, tg_helpers=False, workitem=use_wi)
+        retry = fe.rewrite(pp, fcs, False, use_wi)
         proc2 = compile_(retry)
         if proc2.returncode == 0:
             result, proc, tg_known = retry, proc2, False
@@ -617,3 +664,12 @@ def build_runtime_library() -> str:
             raise RuntimeError("metal-kernel could not build its runtime library:\n" + proc.stderr)
         os.replace(out, so)
     return str(so)
+
+
+FRONTENDS["metal"] = Frontend(
+    name="metal",
+    pass1_args=_metal_pass1_args,
+    rewrite=lambda pp, fcs, tg_helpers, workitem: rewrite(pp, fcs, tg_helpers=tg_helpers, workitem=workitem),
+    prelude=PRELUDE,
+    sync_words=_SYNC_WORDS,
+)

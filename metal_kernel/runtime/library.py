@@ -100,8 +100,16 @@ def _numpy_binding(a, index: int, kernel: str):
             f"kernel '{kernel}': argument {index} is a {a.dtype} array, which Metal does not "
             "support (no 64-bit floating point); convert it with .astype(np.float32)"
         )
+    return array_extent(a, f"kernel '{kernel}': argument {index}")
+
+
+def array_extent(a, what: str):
+    """A numpy array's address and the bytes from there to the end of its
+    underlying allocation."""
+    import numpy as np
+
     if a.dtype.hasobject:
-        raise TypeError(f"kernel '{kernel}': argument {index} is an object array; not bindable")
+        raise TypeError(f"{what} is an object array; not bindable")
     root = a
     while isinstance(root.base, np.ndarray):
         root = root.base
@@ -147,6 +155,8 @@ _UNKNOWN = 0xFFFFFFFF
 
 class Kernel:
     """One kernel of a library; call it like torch's compiled shader kernels."""
+
+    dispatch_flags = 0  # MK_DISPATCH_* added to every dispatch (CUDA kernels: DISPATCH_CUDA)
 
     def __init__(self, library: "Library", entry: KernelEntry, fn, sizes, tg_mem, fiber_fn=None,
                  stream_fn=None):
@@ -405,15 +415,15 @@ class Kernel:
         `replay`: after a fault in a loop that cannot name the thread, rerun
         the tracked entry to name it."""
         err = ErrorInfo()
-        flags = 0
+        flags = self.dispatch_flags
         n, ntg = launch.nbuffers, launch.ntg_buffers
         if self._entry.mode == "direct":
-            flags = DISPATCH_NEVER_SYNCS
+            flags |= DISPATCH_NEVER_SYNCS
             if not ntg and self._static_tg == 0:
                 flags |= DISPATCH_COALESCE  # no threadgroup memory: groups may share a call
         elif self._entry.mode == "workitem-loops" and n <= WORKITEM_MAX_BUFFERS and \
                 ntg <= WORKITEM_MAX_TG_BUFFERS:
-            flags = DISPATCH_NO_FIBER  # the driver will not fall back to fibers: no fiber per group
+            flags |= DISPATCH_NO_FIBER  # the driver will not fall back to fibers: no fiber per group
         fn = self._fn
         if self._stream_fn is not None and _use_streaming_stores(sum(b.sizes)):
             fn = self._stream_fn
@@ -428,7 +438,8 @@ class Kernel:
                 # replay it with the tracked entry, which names the thread
                 # exactly; keep the first error if the replay does not fail.
                 err2 = ErrorInfo()
-                if runtime().mkrt_dispatch(self._fiber_fn, ctypes.byref(launch), ctypes.byref(err2), 0,
+                if runtime().mkrt_dispatch(self._fiber_fn, ctypes.byref(launch), ctypes.byref(err2),
+                                           self.dispatch_flags,
                                            timeout_ms) != 0 and err2.kind not in (_ERR_TIMEOUT, _ERR_INTERRUPTED):
                     err = err2
             raise self._error(err, b)
@@ -512,6 +523,8 @@ def _is_ndarray(a) -> bool:
 class Library:
     """What compile_shader returns: kernels as attributes, listed by dir()."""
 
+    kernel_class = Kernel
+
     def __init__(self, compiled: CompiledLibrary):
         self._compiled = compiled
         self._source: str | None = None  # set by load_library
@@ -538,7 +551,7 @@ class Library:
                 tg = int(ctypes.c_uint64.in_dll(self._lib, f"__mk_tgmem_{e.symbol}").value)
             except ValueError:
                 tg = None if not e.has_tg_size and not compiled.tg_sizes_known else 0
-            self._kernels[e.host_name] = Kernel(self, e, fn, sizes, tg, fiber_fn, stream_fn)
+            self._kernels[e.host_name] = self.kernel_class(self, e, fn, sizes, tg, fiber_fn, stream_fn)
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("_kernels", {})
@@ -578,14 +591,15 @@ def compile_shader(source: str, *, include_dirs: Sequence[str] = (), defines: Ma
     return load_library(source, opts)
 
 
-def load_library(source: str, opts: CompileOptions) -> Library:
-    """The Library of `source` compiled with `opts` (from the cache when it
-    can). The library remembers both, so that a variant of it (the checked
-    build) can be made later."""
+def load_library(source: str, opts: CompileOptions, cls: type | None = None) -> Library:
+    """The Library (or `cls`, a subclass) of `source` compiled with `opts`,
+    from the cache when it can. The library remembers both, so that a
+    variant of it (the checked build) can be made later."""
+    cls = cls or Library
     try:
-        lib = Library(compile_library(source, opts))
+        lib = cls(compile_library(source, opts))
     except (OSError, ValueError, AttributeError):
         # A cached library that no longer loads (truncated, foreign): rebuild it.
-        lib = Library(compile_library(source, opts, rebuild=True))
+        lib = cls(compile_library(source, opts, rebuild=True))
     lib._source, lib._options = source, opts
     return lib

@@ -762,80 +762,90 @@ class Rewriter:
     def emit_entry(self, at: int, host_name: str, callee: str, kdef: KernelDef,
                    name: str, tg_helper: str | None = None):
         sym = len(self.entries)
-        args = []
-        sizes = []
-        for p_i, p in enumerate(kdef.params):
-            ptype = f"::mk::arg_t<__mk_k{sym}::F, {p_i}>"
-            if p.kind == "buffer":
-                args.append(f"::mk::buffer_arg<{ptype}>(r->launch, {p.index}u)")
-                sizes.append(f"{p.index}ull, ::mk::needed_bytes<{ptype}>()")
-            elif p.kind == "threadgroup":
-                args.append(f"::mk::threadgroup_arg<{ptype}>(r, {p.index}u)")
-            else:
-                args.append(f"::mk::attr<{ptype}>({THREAD_ATTRIBUTES[p.attribute]})")
-        sizes.insert(0, f"{len(sizes)}ull")
-        hoisted, fast_args = [], []
-        for p_i, (p, a) in enumerate(zip(kdef.params, args)):
-            if p.kind == "buffer":
-                hoisted.append(f"decltype(auto) __mk_b{p_i} = {a};")
-                fast_args.append(f"__mk_b{p_i}")
-            else:
-                fast_args.append(a)
         if not kdef.template_header and kdef.tg_types and self.tg_helpers:
             tg_expr = " + ".join(f"sizeof({t})" for t in kdef.tg_types)
         elif tg_helper:
             tg_expr = f"{tg_helper}()"
         else:
             tg_expr = None
-        code = (
-            f" namespace __mk_k{sym} {{ using F = decltype(&{callee}); }}"
-            f' extern "C" __attribute__((visibility("default"))) void __mk_entry_{sym}(::mk::Run* r)'
-            f" {{ ::mk::run_threads(r, [](::mk::Run* r, const ::mk::ThreadIds& t)"
-            f" __attribute__((always_inline)) {{ (void)r; (void)t; [[clang::always_inline]] {callee}("
-            + ", ".join(args)
-            + "); }); }"
-            # The same without per-thread bookkeeping, used when the kernel
-            # turns out never to synchronise (mode "direct").
-            # Buffers are bound once, before the loop: a store through one
-            # could otherwise alias the launch record and force a reload of
-            # every buffer address per thread.
-            f' extern "C" __attribute__((visibility("default"))) void __mk_fast_{sym}(::mk::Run* r)'
-            f" {{ {' '.join(hoisted)} ::mk::run_threads_fast(r, [&](::mk::Run* r, const ::mk::ThreadIds& t)"
-            f" __attribute__((always_inline)) {{ (void)r; (void)t; [[clang::always_inline]] {callee}("
-            + ", ".join(fast_args)
-            + "); }); }"
-            f' extern "C" __attribute__((visibility("default"))) const unsigned long long'
-            f" __mk_sizes_{sym}[] = {{ {', '.join(sizes)} }};"
-        )
-        if tg_expr:
-            code += (
-                f' extern "C" __attribute__((visibility("default"))) const unsigned long long'
-                f" __mk_tgmem_{sym} = {tg_expr};"
-            )
-        if self.workitem:
-            # The kernel as one thread of a group described by `g`, for the
-            # work-item-loop compiler (mk/workitem.h, runtime/workitem.py).
-            wi_args = []
-            for p_i, p in enumerate(kdef.params):
-                ptype = f"::mk::arg_t<__mk_k{sym}::F, {p_i}>"
-                if p.kind == "buffer":
-                    wi_args.append(f"::mk::buffer_arg<{ptype}>(g, {p.index}u)")
-                elif p.kind == "threadgroup":
-                    wi_args.append(f"::mk::threadgroup_arg<{ptype}>(g, {p.index}u)")
-                else:
-                    expr = THREAD_ATTRIBUTES[p.attribute].replace("r->launch->", "g->")
-                    wi_args.append(f"::mk::attr<{ptype}>({expr})")
-            code += (
-                f' extern "C" __attribute__((visibility("hidden"))) void __mk_wi_{sym}('
-                "const ::mk::WiGroup* g, unsigned int x, unsigned int y, unsigned int z, unsigned int lin)"
-                " { const ::mk::ThreadIds t = ::mk::wi_ids(g, x, y, z, lin); (void)t; (void)g;"
-                f" [[clang::always_inline]] {callee}(" + ", ".join(wi_args) + "); }"
-            )
-        self.edits.insert(self.toks[at].end, code)
+        self.edits.insert(self.toks[at].end, entry_code(sym, callee, kdef.params, tg_expr, self.workitem))
         self.entries.append(
             KernelEntry(host_name, sym, kdef.params, kdef.file, kdef.line,
                         kdef.max_threads, tg_expr is not None)
         )
+
+
+def entry_code(sym: int, callee: str, params: list[Param], tg_expr: str | None, workitem: bool) -> str:
+    """The entry points of kernel `sym`, which calls `callee` with `params`
+    bound: the tracked loop (__mk_entry_N), the direct loop (__mk_fast_N),
+    the bytes each buffer must hold (__mk_sizes_N), the static threadgroup
+    memory (__mk_tgmem_N, when `tg_expr` gives it) and, with `workitem`, the
+    per-thread function for the work-item-loop compiler (__mk_wi_N). One
+    line of C++, for the rewriters to append where the kernel is in scope."""
+    args = []
+    sizes = []
+    for p_i, p in enumerate(params):
+        ptype = f"::mk::arg_t<__mk_k{sym}::F, {p_i}>"
+        if p.kind == "buffer":
+            args.append(f"::mk::buffer_arg<{ptype}>(r->launch, {p.index}u)")
+            sizes.append(f"{p.index}ull, ::mk::needed_bytes<{ptype}>()")
+        elif p.kind == "threadgroup":
+            args.append(f"::mk::threadgroup_arg<{ptype}>(r, {p.index}u)")
+        else:
+            args.append(f"::mk::attr<{ptype}>({THREAD_ATTRIBUTES[p.attribute]})")
+    sizes.insert(0, f"{len(sizes)}ull")
+    hoisted, fast_args = [], []
+    for p_i, (p, a) in enumerate(zip(params, args)):
+        if p.kind == "buffer":
+            hoisted.append(f"decltype(auto) __mk_b{p_i} = {a};")
+            fast_args.append(f"__mk_b{p_i}")
+        else:
+            fast_args.append(a)
+    code = (
+        f" namespace __mk_k{sym} {{ using F = decltype(&{callee}); }}"
+        f' extern "C" __attribute__((visibility("default"))) void __mk_entry_{sym}(::mk::Run* r)'
+        f" {{ ::mk::run_threads(r, [](::mk::Run* r, const ::mk::ThreadIds& t)"
+        f" __attribute__((always_inline)) {{ (void)r; (void)t; [[clang::always_inline]] {callee}("
+        + ", ".join(args)
+        + "); }); }"
+        # The same without per-thread bookkeeping, used when the kernel
+        # turns out never to synchronise (mode "direct").
+        # Buffers are bound once, before the loop: a store through one
+        # could otherwise alias the launch record and force a reload of
+        # every buffer address per thread.
+        f' extern "C" __attribute__((visibility("default"))) void __mk_fast_{sym}(::mk::Run* r)'
+        f" {{ {' '.join(hoisted)} ::mk::run_threads_fast(r, [&](::mk::Run* r, const ::mk::ThreadIds& t)"
+        f" __attribute__((always_inline)) {{ (void)r; (void)t; [[clang::always_inline]] {callee}("
+        + ", ".join(fast_args)
+        + "); }); }"
+        f' extern "C" __attribute__((visibility("default"))) const unsigned long long'
+        f" __mk_sizes_{sym}[] = {{ {', '.join(sizes)} }};"
+    )
+    if tg_expr:
+        code += (
+            f' extern "C" __attribute__((visibility("default"))) const unsigned long long'
+            f" __mk_tgmem_{sym} = {tg_expr};"
+        )
+    if workitem:
+        # The kernel as one thread of a group described by `g`, for the
+        # work-item-loop compiler (mk/workitem.h, runtime/workitem.py).
+        wi_args = []
+        for p_i, p in enumerate(params):
+            ptype = f"::mk::arg_t<__mk_k{sym}::F, {p_i}>"
+            if p.kind == "buffer":
+                wi_args.append(f"::mk::buffer_arg<{ptype}>(g, {p.index}u)")
+            elif p.kind == "threadgroup":
+                wi_args.append(f"::mk::threadgroup_arg<{ptype}>(g, {p.index}u)")
+            else:
+                expr = THREAD_ATTRIBUTES[p.attribute].replace("r->launch->", "g->")
+                wi_args.append(f"::mk::attr<{ptype}>({expr})")
+        code += (
+            f' extern "C" __attribute__((visibility("hidden"))) void __mk_wi_{sym}('
+            "const ::mk::WiGroup* g, unsigned int x, unsigned int y, unsigned int z, unsigned int lin)"
+            " { const ::mk::ThreadIds t = ::mk::wi_ids(g, x, y, z, lin); (void)t; (void)g;"
+            f" [[clang::always_inline]] {callee}(" + ", ".join(wi_args) + "); }"
+        )
+    return code
 
 
 def _cxx_value(value) -> str:

@@ -145,7 +145,7 @@ struct Dispatch {
   uint64_t serial;      // unique per dispatch in the process
 };
 
-constexpr uint32_t kTgArena = MK_MAX_TG_MEMORY;
+constexpr uint32_t kTgArena = MK_MAX_CUDA_SHARED_MEMORY;  // the worker's arena (CUDA blocks get more than Metal's 32 KiB)
 // The threadgroup shadow holds one table per granule class, so that the
 // entries of an array are contiguous: 4-byte granules (and larger, several
 // entries each) at off / 4, 2-byte ones at off / 2, bytes at off.

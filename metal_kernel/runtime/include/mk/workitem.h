@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "abi.h"
+#include "named_sync.h"
 #include "runtime.h"
 #ifdef MK_CHECK
 #include "check.h"
@@ -580,6 +581,58 @@ inline void simd_at(GroupState& G, uint32_t p, const uint32_t* masks) {
   }
 }
 
+// Simd point `p` is an operation whose participants are named by a mask
+// (CUDA warp functions, mk/named_sync.h).
+inline bool named_point(const Kernel* k, uint32_t p) {
+  return k->syncs[p].kind == SYNC_SIMD && named::is_named(k->syncs[p].op);
+}
+
+inline named::Lanes named_lanes(const GroupState& G, uint32_t lo, uint32_t hi) {
+  const uint32_t* args = reinterpret_cast<const uint32_t*>(G.slots + G.k->simd_arg_offset);
+  named::Lanes nl;
+  nl.waiting = nl.gone = 0;
+  for (uint32_t i = 0; i < MK_SIMD_WIDTH; ++i) {
+    const uint32_t t = lo + i;
+    if (t >= hi || G.st[t] == DONE) {
+      nl.gone |= 1u << i;
+      continue;
+    }
+    if (named_point(G.k, G.st[t])) {
+      nl.waiting |= 1u << i;
+      nl.ops[i] = G.k->syncs[G.st[t]].op;
+      nl.masks[i] = args[t];
+    }
+  }
+  return nl;
+}
+
+// The lanes of simdgroup [lo, hi) at named operations whose masks are
+// complete compute together (maybe from different call sites: their
+// operand rows have one stride) and are released.
+inline bool named_resolve(GroupState& G, uint32_t lo, uint32_t hi) {
+  const named::Lanes nl = named_lanes(G, lo, hi);
+  uint32_t leader = 0;
+  const uint32_t p = nl.waiting ? named::complete_group(nl, &leader) : 0;
+  if (!p) return false;
+  simd_compute(G, G.st[lo + uint32_t(__builtin_ctz(p))], lo, hi, p);
+  for (uint32_t i = 0; i < MK_SIMD_WIDTH; ++i)
+    if ((p >> i) & 1u) G.released[lo + i] = 1;
+  return true;
+}
+
+// Nothing can go on while a lane waits at a named operation: a GPU would hang.
+[[noreturn]] inline void named_deadlock(GroupState& G, uint32_t lo, uint32_t hi) {
+  const named::Lanes nl = named_lanes(G, lo, hi);
+  char msg[400];
+  const uint32_t lane = named::stuck_message(nl, lo, msg, sizeof msg, [&](uint32_t j) {
+    return G.k->syncs[G.st[lo + j]].kind == SYNC_BARRIER ? "waits at a block-wide barrier (__syncthreads)"
+                                                         : "waits at another simdgroup operation";
+  });
+  G.r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(lo + lane));
+  __mk_rt->fail(msg);
+  __builtin_unreachable();
+}
+
 }  // namespace wi
 }  // namespace mk
 
@@ -601,6 +654,7 @@ inline Group* begin_group(const Run* r, WiGroup* g, const wi::Kernel* k) {
   memset(G->sgc, 0, sizeof G->sgc);
   uint64_t lo = ~uint64_t(0);
   for (uint64_t i = 0; i < k->ntg_allocs; ++i) {
+    if (uint32_t(k->tg_allocs[i].slot) == MK_TG_GROUP_INFO) continue;  // the group record, not the arena
     const uint64_t a = reinterpret_cast<uint64_t>(g->tg_allocs[i]);
     lo = a < lo ? a : lo;
   }
@@ -714,7 +768,7 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
   for (;;) {
     const uint32_t mn = uint32_t(mm.states), live_max = uint32_t(mm.states >> 32);
     if (mn == DONE) return;  // every thread finished
-    if (mn == live_max) {
+    if (mn == live_max && !named_point(k, mn)) {
       // Every live thread is at the same point (the common case); threads
       // that returned count as arrived at a barrier, and are inactive lanes
       // of a simd function. (mn == live_max: every state is mn or DONE.)
@@ -750,10 +804,14 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
     memset(G.released, 0, n);
     for (uint32_t lo = 0; lo < n; lo += MK_SIMD_WIDTH) {
       const uint32_t hi = lo + MK_SIMD_WIDTH < n ? lo + MK_SIMD_WIDTH : n;
+      if (named_resolve(G, lo, hi)) {
+        any = true;
+        continue;
+      }
       uint32_t best = DONE;
       for (uint32_t t = lo; t < hi; ++t) {
         const uint32_t p = G.st[t];
-        if (p != DONE && k->syncs[p].kind == SYNC_SIMD && p < best) best = p;
+        if (p != DONE && k->syncs[p].kind == SYNC_SIMD && !named_point(k, p) && p < best) best = p;
       }
       if (best == DONE) continue;
       uint32_t mask = 0;
@@ -767,6 +825,10 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
       any = true;
     }
     if (!any) {
+      for (uint32_t lo = 0; lo < n; lo += MK_SIMD_WIDTH) {
+        const uint32_t hi = lo + MK_SIMD_WIDTH < n ? lo + MK_SIMD_WIDTH : n;
+        if (named_lanes(G, lo, hi).waiting) named_deadlock(G, lo, hi);
+      }
 #ifdef MK_CHECK
       chk_barriers(G);
 #endif
