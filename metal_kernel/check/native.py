@@ -48,7 +48,7 @@ class GroupState(ctypes.Structure):
                 ("tg_epoch", ctypes.c_uint16), ("dev_epoch", ctypes.c_uint16), ("sgc", ctypes.c_uint16 * 32),
                 ("tg_lo", ctypes.c_uint64), ("tg_shadow", ctypes.c_void_p), ("tgp_lo", ctypes.c_uint64 * 64),
                 ("tgp_size", ctypes.c_uint64 * 64), ("ntgp", ctypes.c_uint32), ("simd_site", ctypes.c_uint32),
-                ("simd_lo", ctypes.c_uint32)]
+                ("simd_lo", ctypes.c_uint32), ("scratch_lo", ctypes.c_uint64), ("scratch_size", ctypes.c_uint64)]
 
 
 class Dispatch(ctypes.Structure):

@@ -9,7 +9,7 @@ import threading
 
 from .compiler import build_runtime_library
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 DISPATCH_NEVER_SYNCS = 1  # MK_DISPATCH_NEVER_SYNCS in abi.h
 DISPATCH_COALESCE = 2  # MK_DISPATCH_COALESCE
 DISPATCH_NO_FIBER = 4  # MK_DISPATCH_NO_FIBER

@@ -166,6 +166,7 @@ struct Dispatch;
 struct Worker {
   sigjmp_buf abort_jmp;
   uint32_t index = 0;  // in the pool
+  void* slots[MK_WORKER_SLOTS] = {};  // Run::worker: kept for the kernel libraries
   volatile sig_atomic_t in_kernel = 0;
   pthread_t self;
   // Set when a cancelled dispatch stopped this worker inside the kernel:
@@ -561,6 +562,7 @@ void run_group(Worker* w, uint64_t index) {
   r.upgraded = nullptr;
   r.tg_buffers = w->tg_buffers;
   r.group_count = 1;
+  r.worker = w->slots;
   if (w->flags & MK_DISPATCH_COALESCE) {
     // Full groups that follow in the same row join this call.
     const uint64_t last = w->chunk_end;

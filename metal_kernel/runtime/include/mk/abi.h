@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MK_ABI_VERSION 4
+#define MK_ABI_VERSION 5
 #define MK_SIMD_WIDTH 32
 #define MK_MAX_THREADS_PER_GROUP 1024
 #define MK_MAX_TG_MEMORY 32768
@@ -90,7 +90,18 @@ struct Run {
   void* const* tg_buffers;       // [[threadgroup(n)]] storage of this group
   uint32_t group_count;          // direct loops: this many full groups along x from
                                  // threadgroup_position (MK_DISPATCH_COALESCE), else 1
+  // Per-worker slots the runtime keeps for kernel libraries, which keep no
+  // thread-local state of their own (the first access to a dlopen'ed
+  // library's TLS goes through __tls_get_addr, whose slow path has been seen
+  // to clobber vector registers). See MK_SLOT_*.
+  void** worker;
 };
+
+#define MK_WORKER_SLOTS 4
+#define MK_SLOT_SCRATCH 0       // the work-item driver's context block (mk/workitem.h)
+#define MK_SLOT_SCRATCH_SIZE 1
+#define MK_SLOT_CHECK 2         // checked builds: this worker's chk::Group (mk/check.h)
+#define MK_SLOT_CHECK_SERIAL 3  // ... and the dispatch it belongs to
 
 typedef void (*EntryFn)(Run*);
 

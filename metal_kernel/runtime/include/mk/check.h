@@ -164,10 +164,9 @@ struct Group {
   uint32_t ntgp;
   // The simd point being computed (for inactive-lane reports).
   uint32_t simd_site, simd_lo;
+  uint64_t scratch_lo, scratch_size;  // the worker's work-item context (private frames live there)
 };
 
-static __thread Group* t_group = nullptr;
-static __thread uint64_t t_serial = 0;  // the dispatch t_group belongs to
 alignas(64) static const char k_zero[4096] = {};
 alignas(64) static char k_sink[4096];
 
@@ -407,14 +406,16 @@ __attribute__((noinline, cold)) inline void uninit_read(Group* G, uint32_t lin, 
 
 // This worker's state for dispatch `d`: claimed from the host's states at
 // the worker's first group of the dispatch.
-inline Group* group_state(Dispatch* d) {
-  if (t_serial != d->serial || !t_group) {
+inline Group* group_state(void** worker, Dispatch* d) {
+  Group*& mine = reinterpret_cast<Group*&>(worker[MK_SLOT_CHECK]);
+  uint64_t& serial = reinterpret_cast<uint64_t&>(worker[MK_SLOT_CHECK_SERIAL]);
+  if (serial != d->serial || !mine) {
     const uint32_t i = __atomic_fetch_add(&d->next_state, 1, __ATOMIC_RELAXED);
     if (i >= d->nstates) return nullptr;
-    t_group = &d->states[i];
-    t_serial = d->serial;
+    mine = &d->states[i];
+    serial = d->serial;
   }
-  return t_group;
+  return mine;
 }
 
 inline Group* group_of(const void* g) {

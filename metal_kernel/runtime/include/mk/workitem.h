@@ -213,11 +213,11 @@ struct Kernel {
   uint64_t simd_in_stride, simd_out_stride;  // bytes per thread (every point of the kernel)
 };
 
-// Scratch memory of this worker thread (one block per kernel library).
-static __thread char* t_scratch = nullptr;
-static __thread uint64_t t_scratch_size = 0;
-
-inline char* scratch(uint64_t need) {
+// Scratch memory of the worker running `r` (kept in the runtime's worker
+// slots, shared by every kernel library).
+inline char* scratch(Run* r, uint64_t need) {
+  char*& t_scratch = reinterpret_cast<char*&>(r->worker[MK_SLOT_SCRATCH]);
+  uint64_t& t_scratch_size = reinterpret_cast<uint64_t&>(r->worker[MK_SLOT_SCRATCH_SIZE]);
   if (need > t_scratch_size) {
     if (t_scratch) __builtin_free(reinterpret_cast<void**>(t_scratch)[-1]);
     t_scratch = nullptr;
@@ -535,6 +535,7 @@ inline void simd_compute(GroupState& G, uint32_t id, uint32_t lo, uint32_t hi, u
   l.groups = groups;
 #ifdef MK_CHECK
   chk_simd(G, s, lo, groups);
+  l.check = G.g->chk;
 #endif
   s.dense(l);
 }
@@ -643,7 +644,7 @@ namespace chk {
 // A group starts: its checker state, and `g->chk` pointing at it.
 inline Group* begin_group(const Run* r, WiGroup* g, const wi::Kernel* k) {
   const Launch* l = r->launch;
-  Group* G = group_state(static_cast<Dispatch*>(l->check));
+  Group* G = group_state(r->worker, static_cast<Dispatch*>(l->check));
   if (!G) return nullptr;
   G->d = static_cast<Dispatch*>(l->check);
   const u3 tg = r->threadgroup_position, ng = l->threadgroups_per_grid;
@@ -666,6 +667,8 @@ inline Group* begin_group(const Run* r, WiGroup* g, const wi::Kernel* k) {
     lo = a < lo ? a : lo;
   }
   G->tg_lo = lo == ~uint64_t(0) ? 0 : lo;
+  G->scratch_lo = reinterpret_cast<uint64_t>(r->worker[MK_SLOT_SCRATCH]);
+  G->scratch_size = reinterpret_cast<uint64_t>(r->worker[MK_SLOT_SCRATCH_SIZE]);
   g->chk = G;
   return G;
 }
@@ -696,8 +699,8 @@ __attribute__((noinline)) inline void* classify(Group* G, uint32_t lin, void* p,
   // Private memory: this worker's stack, or the group's work-item context
   // (the per-thread frames of private arrays live there).
   const uint64_t sp = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
-  const uint64_t slo = reinterpret_cast<uint64_t>(wi::t_scratch);
-  if ((a + (uint64_t(8) << 20) >= sp && a < sp + (uint64_t(8) << 20)) || (a >= slo && a < slo + wi::t_scratch_size))
+  if ((a + (uint64_t(8) << 20) >= sp && a < sp + (uint64_t(8) << 20)) ||
+      (a >= G->scratch_lo && a < G->scratch_lo + G->scratch_size))
     return p;
   return bad_access(G, lin, p, size, info, site, O_UNKNOWN, 0, 0, false);
 }
@@ -727,7 +730,7 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
   const uint64_t o_states = o_frames + up64(k->frame_size * n);
   const uint64_t o_released = o_states + up64(4 * uint64_t(n));
   const uint64_t total = o_released + up64(n);
-  char* mem = scratch(total);
+  char* mem = scratch(r, total);
   if (!mem) {
     __mk_rt->fail("out of memory for the work-item context of a threadgroup");
     return;
