@@ -24,6 +24,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -347,12 +348,13 @@ def _compile_with_prelude(tc: Toolchain, flags: list[str], rest: list[str], cwd:
 
 
 def _compile_and_link(tc: Toolchain, compile_args: list[str], out_path: str,
-                      cwd: str) -> subprocess.CompletedProcess:
+                      cwd: str, objects: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """Compiles to an object and links it (with `objects`) into `out_path`."""
     obj = out_path + ".o"
     proc = subprocess.run(tc.cxx(*compile_args, "-c", "-o", obj), capture_output=True, text=True, cwd=cwd)
     if proc.returncode != 0:
         return proc
-    return subprocess.run(tc.link_shared(obj, out_path), capture_output=True, text=True, cwd=cwd)
+    return subprocess.run(tc.link_shared(obj, out_path, *objects), capture_output=True, text=True, cwd=cwd)
 
 
 def _pass2(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOptions,
@@ -550,12 +552,17 @@ def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOp
     cwd = os.path.dirname(cpp_path)
     ll = os.path.join(cwd, "kernel.ll")
     flags = _pass2_flags(opts, "-DMK_WORKITEM=1")
+    syms = [k.symbol for k in kernels]
+    # The whole-simdgroup build is independent of this one: side by side.
+    from .simdgroup_uniform import Built
+
+    uniform_job = _background(_whole_simdgroup_build, tc, flags, opts, cpp_path, cwd, syms, default=Built())
     proc = _compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], cwd,
                                  header=frontend_of(opts).prelude)
+    uniform = uniform_job()
     if proc.returncode != 0:
         return proc
     text = Path(ll).read_text()
-    syms = [k.symbol for k in kernels]
 
     def fallback(why: str) -> subprocess.CompletedProcess:
         # The transform failed on this module (a bug, never the user's): build
@@ -570,7 +577,7 @@ def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOp
         return _pass2(tc, cpp_path, out_path, opts, kernels)
 
     try:
-        result = workitem.transform(text, syms)
+        result = workitem.transform(text, syms, uniform=uniform.symbols)
     except Exception as e:  # noqa: BLE001
         return fallback(f"{type(e).__name__}: {e}")
     if result.force_inline:
@@ -583,7 +590,7 @@ def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOp
                             capture_output=True, text=True, cwd=cwd)
         if p2.returncode == 0:
             try:
-                again = workitem.transform(Path(ll3).read_text(), syms)
+                again = workitem.transform(Path(ll3).read_text(), syms, uniform=uniform.symbols)
             except Exception:  # noqa: BLE001 - keep the first result
                 again = result
             if sum(m == "workitem-loops" for m in again.modes.values()) > \
@@ -592,13 +599,20 @@ def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOp
     wi_ll = os.path.join(cwd, "kernel.wi.ll")
     for k in kernels:
         k.mode = result.modes.get(k.symbol, "fibers")
+        k.whole_simdgroup = k.mode == "workitem-loops" and k.symbol in uniform.symbols
     Path(wi_ll).write_text(_add_streaming(result.text, kernels, _streamable(kernels)))
     codegen = _codegen_flags(opts)
     if not any(k.mode == "workitem-loops" for k in kernels):
         # Nothing was cut (e.g. a header mentions simd functions no kernel
         # calls): the IR is optimised already, code generation only.
         codegen += ["-Xclang", "-disable-llvm-passes"]
-    proc = _compile_and_link(tc, [*codegen, wi_ll], out_path, cwd)
+    proc = _compile_and_link(tc, [*codegen, wi_ll], out_path, cwd, uniform.objects)
+    if proc.returncode != 0 and uniform.objects:
+        # A bug of the whole-simdgroup build, never the user's: link without
+        # it (its functions are weak references, null when absent).
+        for k in kernels:
+            k.whole_simdgroup = False
+        proc = _compile_and_link(tc, [*codegen, wi_ll], out_path, cwd)
     if proc.returncode != 0:
         return fallback("clang rejected the transformed IR:\n" + proc.stderr[:4000])
     if _workitem_debug():
@@ -609,6 +623,68 @@ def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOp
             print(f"metal-kernel: kernel {k.host_name}: {result.modes.get(k.symbol)}"
                   + (f" ({why})" if why else ""), file=sys.stderr)
     return proc
+
+
+def _background(fn, *args, default=None):
+    """Runs fn(*args) in a thread (its time is in subprocesses); the returned
+    function waits for the result (`default` if fn raised)."""
+    import threading
+
+    out = []
+
+    def run():
+        try:
+            out.append(fn(*args))
+        except Exception:  # noqa: BLE001 - the caller gets the default
+            pass
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+
+    def wait():
+        t.join()
+        return out[0] if out else default
+    return wait
+
+
+def _whole_simdgroup_build(tc: Toolchain, flags: list[str], opts: CompileOptions, cpp_path: str, cwd: str,
+                           syms: list[int]):
+    """The library's kernels that may run once per simdgroup, built with the
+    whole-matrix simdgroup_matrix (runtime/simdgroup_uniform.py): their
+    symbols and the object to link. Nothing when the library multiplies no
+    simdgroup matrices, or when anything on the way fails."""
+    from . import simdgroup_uniform as sgu
+
+    none = sgu.Built()
+    if not sgu.uses_matrices(Path(cpp_path).read_text()):
+        return none
+    ll = os.path.join(cwd, "kernel.sgu.ll")
+    proc = _compile_with_prelude(tc, [*flags, sgu.DEFINE_FLAG], [cpp_path, "-S", "-emit-llvm", "-o", ll], cwd,
+                                 header=frontend_of(opts).prelude)
+    if proc.returncode != 0:
+        if _workitem_debug():
+            print(f"metal-kernel: no whole-simdgroup build: {proc.stderr[:2000]}", file=sys.stderr)
+        return none
+    try:
+        sel = sgu.select(Path(ll).read_text(), syms)
+    except Exception as e:  # noqa: BLE001 - a surprise in the IR: without it
+        if _workitem_debug():
+            print(f"metal-kernel: no whole-simdgroup build: {type(e).__name__}: {e}", file=sys.stderr)
+        return none
+    if _workitem_debug():
+        for s, why in sorted(sel.reasons.items()):
+            print(f"metal-kernel: kernel {s} runs per lane: {why}", file=sys.stderr)
+    if not sel.symbols:
+        return none
+    ll2 = os.path.join(cwd, "kernel.sgu.internal.ll")
+    Path(ll2).write_text(sel.text)
+    obj = os.path.join(cwd, "kernel.sgu.o")
+    proc = subprocess.run(tc.cxx(*_codegen_flags(opts), ll2, "-c", "-o", obj), capture_output=True, text=True,
+                          cwd=cwd)
+    if proc.returncode != 0:
+        if _workitem_debug():
+            print(f"metal-kernel: whole-simdgroup module rejected: {proc.stderr[:2000]}", file=sys.stderr)
+        return none
+    return sgu.Built(sel.symbols, (obj,))
 
 
 def _build(pp: str, fcs: dict, opts: CompileOptions, tc: Toolchain, tmp: str, so: Path,

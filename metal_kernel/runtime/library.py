@@ -182,6 +182,13 @@ class Kernel:
         return self._entry.mode
 
     @property
+    def whole_simdgroup(self) -> bool:
+        """Whether this work-item kernel runs once per simdgroup, matrices
+        held whole, when its threadgroups are whole simdgroups: it never
+        asks which lane runs (see runtime/simdgroup_uniform.py)."""
+        return self._entry.whole_simdgroup
+
+    @property
     def streaming_stores(self) -> bool:
         """Whether this direct kernel has a variant that writes its vector
         stores around the cache (non-temporal), used for dispatches whose

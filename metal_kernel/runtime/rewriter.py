@@ -110,6 +110,9 @@ class KernelEntry:
     # Direct kernels: whether the library has a __mk_stream_N variant with
     # non-temporal stores (runtime/streaming.py).
     streaming: bool = False
+    # Work-item kernels: whether full simdgroups run the kernel once each
+    # with whole matrices (runtime/simdgroup_uniform.py).
+    whole_simdgroup: bool = False
 
 
 @dataclass

@@ -30,14 +30,14 @@ class Toolchain:
     def cxx(self, *args: str) -> list[str]:
         return [*self.command, *args]
 
-    def link_shared(self, obj: str, out: str) -> list[str]:
-        """Links an object into a shared library without the C++ runtime:
+    def link_shared(self, obj: str, out: str, *more: str) -> list[str]:
+        """Links objects into a shared library without the C++ runtime:
         kernels and the scheduler need only libc and libm, which the Python
         process has already loaded (and zig would otherwise build libc++ on
         first use, a minute on a fresh machine)."""
         if self.is_zig:
-            return [self.command[0], "ld.lld", "-shared", "--no-undefined-version", obj, "-o", out]
-        return [*self.command, "-shared", "-nostdlib++", obj, "-o", out]
+            return [self.command[0], "ld.lld", "-shared", "--no-undefined-version", obj, *more, "-o", out]
+        return [*self.command, "-shared", "-nostdlib++", obj, *more, "-o", out]
 
 
 def _version(cmd: list[str]) -> str | None:

@@ -229,9 +229,10 @@ class Result:
 class PerThread:
     """One per-thread function, cut into step functions."""
 
-    def __init__(self, mod: Module, sym: int, sync_funcs: set[str]):
+    def __init__(self, mod: Module, sym: int, sync_funcs: set[str], uniform: bool = False):
         self.mod = mod
         self.sym = sym
+        self.whole_simdgroup = uniform  # has __mk_sgu_<n> (runtime/simdgroup_uniform.py)
         self.fname = f"__mk_wi_{sym}"
         self.sync_funcs = sync_funcs
         self.locals = Locals(set(mod.types))
@@ -1542,7 +1543,8 @@ class PerThread:
             f"@__mk_widesc_{n} = internal constant %mk.WiKernel {{ ptr @__mk_wiloop_{n}, "
             f"ptr @__mk_wisyncs_{n}, i64 {len(syncs)}, ptr {unif_ref}, ptr {tg_ref}, i64 {len(self.tg_allocs)}, "
             f"{size(S)}, {size(T)}, {frame}, {off(S, nf)}, {off(S, nf + 1)}, {off(S, nf + 2)}, "
-            f"i64 {self.in_stride}, i64 {self.out_stride} }}")
+            f"i64 {self.in_stride}, i64 {self.out_stride}, "
+            f"ptr {'@__mk_sgu_' + str(n) if self.whole_simdgroup else 'null'} }}")
         attr = f" #{self.attr_group}" if self.attr_group else ""
         out += [
             f"define void @__mk_wientry_{n}(ptr %r){attr} {{",
@@ -1577,12 +1579,15 @@ def _no_scatter(body: str) -> str:
     return re.sub(r'"target-features"="', '"target-features"="+prefer-no-scatter,', body, count=1)
 
 
-def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: bool = False) -> Result:
+def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: bool = False,
+              uniform=frozenset()) -> Result:
     """Cuts every per-thread function of `text` that it can. Returns the new
     module text and, per kernel symbol, "workitem-loops", "fibers" or
     "direct" (never synchronises). `every_kernel` gives kernels that never
     synchronise work-item loops too (one region): checked builds run every
-    kernel through the group driver, which holds the checker's hooks."""
+    kernel through the group driver, which holds the checker's hooks.
+    `uniform`: kernels with a whole-simdgroup function `__mk_sgu_<n>`
+    (runtime/simdgroup_uniform.py), which their descriptors name."""
     mod = Module(text)
     sync_funcs = _sync_functions(mod)
     # Functions that ask the runtime which thread is running (simdgroup
@@ -1606,7 +1611,7 @@ def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: 
             reasons[sym] = "no per-thread function"
             continue
         remove.append(fname)
-        pt = PerThread(mod, sym, sync_funcs)
+        pt = PerThread(mod, sym, sync_funcs, sym in uniform)
         try:
             pt.parse()
             if not every_kernel and not pt.synchronises():
@@ -1674,10 +1679,13 @@ def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: 
         "%mk.WiSync = type { i32, i32, i32, i32, ptr, ptr, i32, i32 }",
         "%mk.WiUniform = type { i64, i64, i64 }",
         "%mk.WiTg = type { i64, i64, i64 }",
-        "%mk.WiKernel = type { ptr, ptr, i64, ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64, i64 }",
+        "%mk.WiKernel = type { ptr, ptr, i64, ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64, i64, ptr }",
     ] + type_lines
     decls = []
     if generated:
+        # Weak: null when the whole-simdgroup object is not linked after all.
+        decls += [f"declare extern_weak hidden void @__mk_sgu_{s}(ptr, i32, i32, i32, i32)"
+                  for s in sorted(uniform) if modes.get(s) == "workitem-loops"]
         if "llvm.memcpy.p0.p0.i64" not in mod.declares:
             decls.append("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)")
         if "llvm.umin.i32" not in mod.declares:

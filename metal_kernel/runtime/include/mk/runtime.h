@@ -125,6 +125,12 @@ inline uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 // thread (library.py).
 template <bool Track, class Body>
 __attribute__((always_inline)) inline void run_threads_impl(Run* r, Body body) {
+#ifdef MK_SGU
+  // The whole-simdgroup build links only per-thread functions
+  // (runtime/simdgroup_uniform.py): no thread loops to compile.
+  (void)r;
+  (void)body;
+#else
   const Launch* l = r->launch;
   const u3 dtg = l->threads_per_threadgroup;
   const u3 gs = r->group_size;
@@ -173,6 +179,7 @@ __attribute__((always_inline)) inline void run_threads_impl(Run* r, Body body) {
     }
     lin = row + x1;
   }
+#endif
 }
 
 template <class Body>

@@ -10,6 +10,10 @@
 // stores touch only the calling lane's elements; multiplications gather the
 // three operands of every lane through the simd protocol (mk/simd.h), and the
 // elected lane computes the product in float and hands each lane its part.
+//
+// The whole-simdgroup build (MK_SGU, runtime/simdgroup_uniform.py) takes
+// mk/simdgroup_uniform.h instead: whole matrices in registers, for kernels
+// that run once per simdgroup.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +21,9 @@
 #include "runtime.h"
 #include "simd.h"
 
+#ifdef MK_SGU
+#include "simdgroup_uniform.h"
+#else
 namespace mk {
 
 inline uint32_t lane_index() { return __mk_thread_index() % MK_SIMD_WIDTH; }
@@ -42,10 +49,6 @@ struct simdgroup_matrix {
   vec<T, 2>& thread_elements() { return elems; }
   const vec<T, 2>& thread_elements() const { return elems; }
 };
-
-typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
-typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
-typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
 
 template <typename T, int Cols = 8, int Rows = 8>
 inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(T value) {
@@ -252,8 +255,15 @@ __attribute__((always_inline)) inline void matrix_mma(
 }
 
 }  // namespace mk
+#endif  // MK_SGU
 
+// Both builds: the names and the products (through mk::matrix_mma).
 namespace metal {
+
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
+
 
 template <typename TD, typename TA, typename TB, typename TC>
 __attribute__((always_inline)) inline void simdgroup_multiply_accumulate(

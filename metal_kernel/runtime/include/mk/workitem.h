@@ -211,6 +211,10 @@ struct Kernel {
   uint64_t frame_size;  // per-thread copies of the kernel's local arrays live across points
   uint64_t simd_in_offset, simd_out_offset, simd_arg_offset;
   uint64_t simd_in_stride, simd_out_stride;  // bytes per thread (every point of the kernel)
+  // The kernel's per-thread code run once for a whole simdgroup (thread
+  // index = the simdgroup's first lane; matrices held whole), or null; see
+  // runtime/simdgroup_uniform.py.
+  void (*uniform)(const WiGroup* g, uint32_t x, uint32_t y, uint32_t z, uint32_t lin);
 };
 
 // Scratch memory of the worker running `r` (kept in the runtime's worker
@@ -750,6 +754,20 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
     const TgAlloc& a = k->tg_allocs[i];
     g->tg_allocs[i] = __mk_fiber_tg_alloc(uint32_t(a.slot), a.size, a.align);
   }
+#ifndef MK_CHECK
+  if (k->uniform && n % MK_SIMD_WIDTH == 0) {
+    // Every simdgroup is full and its lanes run alike: once per simdgroup,
+    // in another order when the launch asks for one (any order is legal).
+    const uint32_t groups = n / MK_SIMD_WIDTH;
+    const bool reverse = l->order != MK_ORDER_DEFAULT;
+    for (uint32_t i = 0; i < groups; ++i) {
+      const uint32_t sg = reverse ? groups - 1 - i : i;
+      r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(sg * MK_SIMD_WIDTH));
+      k->uniform(g, 0, 0, 0, sg * MK_SIMD_WIDTH);
+    }
+    return;
+  }
+#endif
   GroupState G;
   G.k = k;
   G.r = r;
