@@ -432,7 +432,7 @@ class Kernel:
                 ntg <= WORKITEM_MAX_TG_BUFFERS:
             flags |= DISPATCH_NO_FIBER  # the driver will not fall back to fibers: no fiber per group
         fn = self._fn
-        if self._stream_fn is not None and _use_streaming_stores(sum(b.sizes)):
+        if self._stream_fn is not None and _use_streaming_stores(sum(b.sizes)) and _disjoint(b):
             fn = self._stream_fn
         rc = runtime().mkrt_dispatch(fn, ctypes.byref(launch), ctypes.byref(err), flags, timeout_ms)
         if rc != 0:
@@ -483,6 +483,15 @@ def _describe_address(addr: int, b: _Bound, entry: KernelEntry) -> str:
             where = "past the end of" if addr >= ptr + size else "before the start of"
             best = (dist, f"{dist} bytes {where} buffer {i} '{names.get(i, '?')}' ({size} bytes)")
     return best[1] if best else ""
+
+
+def _disjoint(b: _Bound) -> bool:
+    """Whether no two buffers of a call share memory. The streaming variant
+    writes around the cache only buffers the kernel never reads, as the
+    kernel names them; the same tensor passed twice (`saxpy(y, x, y)`) is
+    read and written all the same."""
+    spans = sorted((p, p + n) for p, n in zip(b.ptrs, b.sizes) if p and n)
+    return all(end <= nxt for (_, end), (nxt, _) in zip(spans, spans[1:]))
 
 
 def _use_streaming_stores(buffer_bytes: int) -> bool:

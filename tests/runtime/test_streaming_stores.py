@@ -8,6 +8,8 @@ import pytest
 import torch
 
 import metal_kernel
+from metal_kernel.runtime.library import _Bound, _disjoint
+from metal_kernel.runtime.streaming import add_streaming_variants
 
 SOURCE = r"""
 #include <metal_stdlib>
@@ -64,10 +66,16 @@ def _view_at(byte_offset: int, n: int, dtype=np.float32) -> np.ndarray:
 
 
 def test_simple_direct_kernels_have_a_streaming_variant(lib):
-    for name in ("saxpy", "scale_in_place", "to_half", "two_outputs", "wild_write"):
+    for name in ("saxpy", "to_half", "two_outputs", "wild_write"):
         k = getattr(lib, name)
         assert k.execution_mode == "direct"
         assert k.streaming_stores, name
+
+
+def test_a_buffer_the_kernel_reads_is_never_streamed(lib):
+    # x[i] = x[i] * 3 + 1: its lines are in the cache already (issue 14).
+    assert lib.scale_in_place.execution_mode == "direct"
+    assert not lib.scale_in_place.streaming_stores
 
 
 def test_kernels_with_private_arrays_or_threadgroup_memory_have_none(lib):
@@ -206,3 +214,99 @@ def test_transform_rewrites_wide_stores_and_the_phi_of_the_split_block():
 ])
 def test_transform_leaves_kernels_with_atomics_fences_or_private_arrays(extra):
     assert _transform(extra).symbols == set()
+
+
+# ---- only buffers a kernel writes and never reads are streamed (issue 14),
+# and only when the call's buffers do not overlap (runtime/library.py) ----
+
+# clang's shape of a direct loop: buffer pointers loaded from the launch's
+# table (slot 0 loaded twice), the loop reading b and a, writing a and c.
+_RMW_IR = """define void @__mk_fast_0(ptr %0, i64 %n) {
+  %t = load ptr, ptr %0, align 8
+  %a = load ptr, ptr %t, align 8
+  %bs = getelementptr inbounds nuw i8, ptr %t, i64 8
+  %b = load ptr, ptr %bs, align 8
+  %cs = getelementptr inbounds nuw i8, ptr %t, i64 16
+  %c = load ptr, ptr %cs, align 8
+  %a2 = load ptr, ptr %t, align 8
+  {extra}
+  br label %3
+
+3:
+  %i = phi i64 [ 0, %1 ], [ %next, %3 ]
+  %pa = getelementptr inbounds float, ptr %a, i64 %i
+  %pa2 = getelementptr inbounds float, ptr %a2, i64 %i
+  %pb = getelementptr inbounds float, ptr %b, i64 %i
+  %pc = getelementptr inbounds float, ptr %c, i64 %i
+  %va = load <16 x float>, ptr %pa2, align 4
+  %vb = load <16 x float>, ptr %pb, align 4
+  %s = fadd <16 x float> %va, %vb
+  store <16 x float> %s, ptr %pa, align 4
+  store <16 x float> %vb, ptr %pc, align 4
+  %next = add i64 %i, 16
+  %more = icmp ult i64 %next, %n
+  br i1 %more, label %3, label %9
+
+9:
+  ret void
+}"""
+
+
+def _clone(extra: str = "") -> str | None:
+    r = add_streaming_variants(_RMW_IR.replace("{extra}", extra), [0])
+    if 0 not in r.symbols:
+        return None
+    return r.text[r.text.index("@__mk_stream_0("):]
+
+
+def test_only_the_write_only_buffer_is_streamed():
+    clone = _clone()
+    # c's store: one wide and one 16-byte non-temporal form; a's stays ordinary.
+    assert clone.count("!nontemporal") == 2
+    assert "ptr %pc, align 64, !nontemporal" in clone
+    assert "store <16 x float> %s, ptr %pa, align 4\n" in clone
+
+
+def test_a_read_it_cannot_trace_turns_streaming_off():
+    # A load through an address made from an integer may read any buffer.
+    extra = "%raw = inttoptr i64 %n to ptr\n  %q = load float, ptr %raw, align 4"
+    assert _clone(extra) is None
+
+
+def test_a_call_reading_a_buffer_counts_as_a_read():
+    extra = "call void @llvm.memcpy.p0.p0.i64(ptr %b, ptr %c, i64 64, i1 false)"
+    assert _clone(extra) is None  # c is read by the call: no store left to stream
+
+
+@pytest.mark.parametrize("mode", ["0", "1", "auto"])
+def test_out_of_place_kernel_called_in_place(lib, monkeypatch, mode):
+    # out and y the same tensor: the buffers overlap, so no streaming
+    # variant (the kernel reads what it writes); the result is right
+    # whatever the variant.
+    monkeypatch.setenv("METAL_KERNEL_STREAMING_STORES", mode)
+    n = 50_001
+    x, y = torch.rand(n), torch.rand(n)
+    want = 1.5 * x + y
+    lib.saxpy(y, x, y, 1.5, threads=n, group_size=256)
+    torch.testing.assert_close(y, want)
+
+
+class _Fake(_Bound):
+    def __init__(self, spans):
+        super().__init__()
+        self.ptrs = [p for p, _ in spans]
+        self.sizes = [n for _, n in spans]
+
+
+def test_overlap_rule():
+    assert _disjoint(_Fake([(1000, 100), (1100, 50), (4000, 8)]))
+    assert not _disjoint(_Fake([(1000, 100), (1099, 50)]))  # one byte shared
+    assert not _disjoint(_Fake([(1000, 400), (1100, 50)]))  # one inside the other
+    assert _disjoint(_Fake([(0, 100), (1000, 0), (1000, 10)]))  # null and empty buffers are no memory
+
+
+def test_views_of_one_storage_that_do_not_overlap_are_disjoint():
+    base = np.arange(3000, dtype=np.float32)
+    b = _Fake([(base[:1000].ctypes.data, 4000), (base[1000:2000].ctypes.data, 4000),
+               (base[2000:].ctypes.data, 4000)])
+    assert _disjoint(b)

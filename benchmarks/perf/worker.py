@@ -1,0 +1,106 @@
+"""A process that times the contenders which keep threads of their own:
+PyTorch's CPU operators and OpenBLAS's sgemm (through numpy), with as many
+threads as metal-kernel's pool.
+
+Their thread pools would otherwise live in the benchmark process, where
+OpenMP and OpenBLAS threads spin after each call and take the cores the
+next contender is timed on. Here PyTorch's OpenMP threads sleep between
+calls (OMP_WAIT_POLICY=PASSIVE, set by the parent), and each call is timed
+inside this process, so the pipe is not in the figure.
+
+Protocol: one JSON object per line on stdin, one answer per line on stdout.
+  {"op": "torch", "case": NAME, "size": [...], "threads": T}  set a case up
+  {"op": "run"}        one timed call, checked: {"s": seconds, "err": text or null}
+  {"op": "sgemm", "n": N, "repeat": R, "warmup": W}   {"times_s": [...]}
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import data  # noqa: E402
+
+
+class TorchCase:
+    """One of PyTorch's operators on a case's data, and its check."""
+
+    def __init__(self, name: str, size: list[int], threads: int):
+        import torch
+        import torch.nn.functional as F
+
+        torch.set_num_threads(threads)
+        self.name = name
+        if name == "softmax":
+            x = torch.from_numpy(data.rows_input(*size))
+            self.call = lambda: torch.softmax(x, dim=-1)
+            self.want, self.tol = data.softmax_ref(x.numpy()), (1e-4, 1e-7)
+        elif name == "layer_norm":
+            d = data.layer_norm_data(*size)
+            x, w, b = (torch.from_numpy(d[k]) for k in ("x", "w", "b"))
+            self.call = lambda: F.layer_norm(x, (x.shape[1],), w, b, d["eps"])
+            self.want, self.tol = data.layer_norm_ref(d), (1e-4, 1e-4)
+        elif name == "q4_matvec":
+            # No q4_0 operator in PyTorch: the same product on the
+            # dequantised float32 matrix (8x the bytes).
+            d = data.q4_data(*size)
+            w = torch.from_numpy(data.q4_dequantize(d["blocks"]))
+            x = torch.from_numpy(d["x"])
+            self.call = lambda: torch.mv(w, x)
+            self.want, self.tol = data.q4_ref(d), (1e-3, 1e-3)
+        elif name == "c10_unary":
+            base = torch.from_numpy(data.strided_base(*size))
+            x = base[:, ::2]
+            self.call = lambda: torch.exp(x)
+            self.want, self.tol = data.unary_ref(x.numpy()), (1e-5, 1e-6)
+        else:
+            raise ValueError(f"unknown case {name!r}")
+
+    def run(self) -> dict:
+        t = time.perf_counter()
+        out = self.call()
+        dt = time.perf_counter() - t
+        err = data.close(self.name, out.numpy(), self.want, *self.tol)
+        return {"s": dt, "err": err}
+
+
+def sgemm(n: int, repeat: int, warmup: int) -> dict:
+    r = np.random.default_rng(0)
+    a = r.uniform(-1, 1, (n, n)).astype(np.float32)
+    b = r.uniform(-1, 1, (n, n)).astype(np.float32)
+    for _ in range(warmup):
+        a @ b
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t)
+    return {"times_s": times}
+
+
+def main():
+    case = None
+    for line in sys.stdin:
+        msg = json.loads(line)
+        try:
+            if msg["op"] == "torch":
+                case = TorchCase(msg["case"], msg["size"], msg["threads"])
+                out = {"ok": True}
+            elif msg["op"] == "run":
+                out = case.run()
+            elif msg["op"] == "sgemm":
+                out = sgemm(msg["n"], msg["repeat"], msg["warmup"])
+            else:
+                out = {"error": f"unknown op {msg['op']!r}"}
+        except Exception as e:  # noqa: BLE001 - reported to the parent
+            out = {"error": f"{type(e).__name__}: {e}"}
+        print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
