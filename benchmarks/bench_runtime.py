@@ -67,6 +67,8 @@ def parse_args(argv):
     ap.add_argument("--show", metavar="FILE", help="print the tables of a saved run and exit")
     ap.add_argument("--doc", action="store_true",
                     help="regenerate docs/performance.md's tables from benchmarks/results/*.json and exit")
+    ap.add_argument("--wait-quiet", type=float, metavar="LOAD",
+                    help="first wait (up to 30 minutes) until the 1-minute load average is below LOAD")
     ap.add_argument("--first-use", action="store_true", help="also time a compile with empty zig caches (~1 min)")
     ap.add_argument("--verbose", action="store_true", help="tracebacks for errors")
     return ap.parse_args(argv)
@@ -79,6 +81,16 @@ def reexec_for_class(args, argv) -> int | None:
         return None
     env = dict(os.environ, **machine.class_environment(args.isa))
     return subprocess.call([sys.executable, __file__, *argv], env=env)
+
+
+def wait_quiet(load: float, limit_s: float):
+    """Waits until other processes leave the cores alone (the load is still
+    recorded with the results)."""
+    t = time.perf_counter()
+    while (now := os.getloadavg()[0]) >= load and time.perf_counter() - t < limit_s:
+        log(f"load {now:.2f} >= {load}: waiting")
+        time.sleep(15)
+    log(f"starting at load {os.getloadavg()[0]:.2f} after {time.perf_counter() - t:.0f} s")
 
 
 def main(argv=None):
@@ -94,6 +106,8 @@ def main(argv=None):
     rc = reexec_for_class(args, argv)
     if rc is not None:
         return rc
+    if args.wait_quiet is not None:
+        wait_quiet(args.wait_quiet, 30 * 60)
     import runner
 
     doc = runner.run(args)

@@ -112,7 +112,8 @@ def limits_table(doc: dict) -> str:
     for n, v in best["sgemm_gflops"].items():
         runs = " / ".join(f"{p['sgemm'][n]['gflops']:.0f}" for p in phases if n in p["sgemm"])
         rows.append([f"OpenBLAS sgemm {n}³ (numpy)", runs, "—", f"{v:.0f} GFLOP/s"])
-    return table(["limit", "before / after", "streaming stores, before / after", "limit (best)"], rows)
+    return table(["limit", "medians before / after", "streaming stores, medians before / after",
+                  "limit (fastest run)"], rows)
 
 
 BYTES = {"triad": 12, "copy": 8, "read": 4}
@@ -175,6 +176,27 @@ def others_table(doc: dict) -> str:
                   "targets"], rows)
 
 
+def stores_table(doc: dict) -> str:
+    """What streaming stores are worth here: STREAM with and without them,
+    and saxpy with them (the default) and with METAL_KERNEL_STREAMING_STORES=0."""
+    phases = doc["limits"]["phases"]
+    rows = []
+    for kind in ("triad", "copy"):
+        plain = max(p["memory"][kind]["gbs"] for p in phases)
+        nt = max(p["memory"][f"{kind}_streaming"]["gbs"] for p in phases)
+        rows.append([f"STREAM {kind}", f"{plain:.1f} GB/s", f"{nt:.1f} GB/s", f"{nt / plain:.2f}"])
+    by = {r["key"]: r for r in doc["cases"]}
+    sx = by.get("saxpy", {}).get("sides", {})
+    if sx.get("ours", {}).get("status") == "ok" and sx.get("ours_ordinary_stores", {}).get("status") == "ok":
+        a, b = sx["ours_ordinary_stores"]["median_s"], sx["ours"]["median_s"]
+        rows.append(["metal-kernel saxpy (out of place), ms", f"{a * 1e3:.2f}", f"{b * 1e3:.2f}", f"{a / b:.2f}"])
+    ip = by.get("saxpy_inplace", {}).get("sides", {}).get("ours", {})
+    if ip.get("status") == "ok":
+        rows.append(["metal-kernel saxpy in place, ms (never streamed: y is read)", f"{ip['median_s'] * 1e3:.2f}",
+                     "—", "—"])
+    return table(["", "ordinary stores", "streaming stores", "speed-up"], rows)
+
+
 def compile_table(doc: dict) -> str:
     comp, mem = doc.get("compile") or {}, doc.get("memory") or {}
     rows = []
@@ -211,10 +233,16 @@ def summary_line(cls: str, doc: dict) -> str:
 
     def frac(key):
         return pct(by.get(key, {}).get("fraction_of_limit"))
-    return (f"- {CLASSES[cls]} ({doc['machine'].get('march')}): metal-kernel/PoCL (PoCL at its best settings) "
-            f"{min(ratios):.2f}–{max(ratios):.2f}; saxpy at {frac('saxpy')} of the measured triad bandwidth "
-            f"(in place: {frac('saxpy_inplace')}); 16x16-tiled matmul at {frac('matmul')} and the "
-            f"simdgroup-matrix GEMM at {frac('simd_gemm')} of OpenBLAS sgemm with the same threads.\n")
+    comp = doc.get("compile") or {}
+    new = comp.get("first_compile_runtime_cached", {}).get("compile_s")
+    hit = comp.get("cache_hit_s")
+    compile_text = (f"; a new kernel compiles in {new:.2f} s and a cached `compile_shader` in a new process "
+                    f"takes {hit * 1e3:.0f} ms" if new is not None and hit is not None else "")
+    return (f"- {CLASSES[cls]} ({doc['machine'].get('march')}): metal-kernel's time / PoCL's (PoCL at its best "
+            f"settings) {min(ratios):.2f}–{max(ratios):.2f}; saxpy at {frac('saxpy')} of the measured triad "
+            f"bandwidth (in place: {frac('saxpy_inplace')}); 16x16-tiled matmul at {frac('matmul')} and the "
+            f"simdgroup-matrix GEMM at {frac('simd_gemm')} of OpenBLAS sgemm with the same threads"
+            f"{compile_text}.\n")
 
 
 def generated(repo: Path) -> dict[str, str]:
@@ -227,6 +255,7 @@ def generated(repo: Path) -> dict[str, str]:
         out[f"{cls}-pocl"] = pocl_table(doc)
         out[f"{cls}-pocl-settings"] = pocl_settings_table(doc)
         out[f"{cls}-others"] = others_table(doc)
+        out[f"{cls}-stores"] = stores_table(doc)
         out[f"{cls}-compile"] = compile_table(doc)
     out["readme-summary"] = "".join(summary_line(cls, doc) for cls, doc in res.items())
     return out
@@ -272,6 +301,8 @@ def print_run(doc: dict):
     print(pocl_settings_table(doc))
     print("Against the limit and PyTorch")
     print(others_table(doc))
+    print("Streaming stores")
+    print(stores_table(doc))
     for r in doc["cases"]:
         for k, v in r.get("sides", {}).items():
             if v.get("status") not in ("ok", None) and v.get("reason"):

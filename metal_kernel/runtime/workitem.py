@@ -1233,7 +1233,12 @@ class PerThread:
 
     def types_text(self) -> list[str]:
         n = self.sym
-        fields = [f"[{MAX_THREADS} x {self.types[v]}]" for v in self.slot_values]
+        # Each array a little longer than 1024 entries: element t of every
+        # array would otherwise sit at the same offset modulo 4 KiB, and a
+        # region loading one thread's value right after storing another's
+        # waits on the store (4K aliasing: x86 cores compare the address's
+        # low 12 bits first). 64 bytes more per array spreads them.
+        fields = [f"[{MAX_THREADS + _padding(self.types[v])} x {self.types[v]}]" for v in self.slot_values]
         has_simd = any(sp.kind == "simd" for sp in self.syncs)
         max_in = self.in_stride if has_simd else 0
         max_out = self.out_stride if has_simd else 0
@@ -1557,6 +1562,31 @@ class PerThread:
 
 
 # --------------------------------------------------------------- module --
+
+_SCALAR_BYTES = {"half": 2, "bfloat": 2, "float": 4, "double": 8, "ptr": 8}
+
+
+def _bytes(t: str) -> int | None:
+    """Size of a first-class IR type, or None when this does not know it."""
+    t = t.strip()
+    if t in _SCALAR_BYTES:
+        return _SCALAR_BYTES[t]
+    if m := re.fullmatch(r"i(\d+)", t):
+        return max(1, int(m.group(1)) // 8)
+    if m := re.fullmatch(r"<(\d+) x (.+)>", t):
+        e = _bytes(m.group(2))
+        return None if e is None else int(m.group(1)) * e
+    if m := re.fullmatch(r"\[(\d+) x (.+)\]", t):
+        e = _bytes(m.group(2))
+        return None if e is None else int(m.group(1)) * e
+    return None
+
+
+def _padding(t: str) -> int:
+    """Elements of type `t` that make 64 bytes (at least one)."""
+    size = _bytes(t)
+    return max(1, 64 // size) if size else 1
+
 
 def _returning(body: str) -> str:
     """The kernel's attributes without what the cut makes untrue: a kernel
