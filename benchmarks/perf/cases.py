@@ -50,11 +50,11 @@ def _poisoned(out: np.ndarray):
 def setup_saxpy(size):
     (n,) = size
     r = data.rng()
-    x = r.random(n, dtype=np.float32)
-    y = r.random(n, dtype=np.float32)
+    x = data.aligned(r.random(n, dtype=np.float32))
+    y = data.aligned(r.random(n, dtype=np.float32))
     a = 2.5
     return {"n": n, "x": x, "y": y, "a": a, "want": (np.float32(a) * x + y).astype(np.float32),
-            "out": np.empty(n, np.float32), "y_work": np.empty(n, np.float32)}
+            "out": data.aligned(np.empty(n, np.float32)), "y_work": data.aligned(np.empty(n, np.float32))}
 
 
 def _check_saxpy(d):
@@ -125,9 +125,9 @@ def pocl_saxpy_inplace(ocl, d):
 
 def setup_reduce(size):
     (n,) = size
-    x = data.rng().random(n, dtype=np.float32)
+    x = data.aligned(data.rng().random(n, dtype=np.float32))
     return {"n": n, "x": x, "want_partials": x.reshape(-1, 256).astype(np.float64).sum(1),
-            "want_total": float(x.astype(np.float64).sum()), "out": np.empty(n // 256, np.float32)}
+            "want_total": float(x.astype(np.float64).sum()), "out": data.aligned(np.empty(n // 256, np.float32))}
 
 
 def _check_partials(d):
@@ -180,10 +180,10 @@ def pocl_simd_reduce(ocl, d):
 def setup_matmul(size):
     (n,) = size
     r = data.rng()
-    a = r.uniform(-1, 1, (n, n)).astype(np.float32)
-    b = r.uniform(-1, 1, (n, n)).astype(np.float32)
+    a = data.aligned(r.uniform(-1, 1, (n, n)).astype(np.float32))
+    b = data.aligned(r.uniform(-1, 1, (n, n)).astype(np.float32))
     return {"n": n, "A": a, "B": b, "want": a.astype(np.float64) @ b.astype(np.float64),
-            "out": np.empty((n, n), np.float32)}
+            "out": data.aligned(np.empty((n, n), np.float32))}
 
 
 def _check_mm(d):
@@ -217,8 +217,8 @@ def ours_gemm(lib, d):
 # ------------------------------------------------ kernels like real ones --
 
 def setup_softmax(size):
-    x = data.rows_input(*size)
-    return {"x": x, "want": data.softmax_ref(x), "out": np.empty_like(x)}
+    x = data.aligned(data.rows_input(*size))
+    return {"x": x, "want": data.softmax_ref(x), "out": data.aligned(np.empty_like(x))}
 
 
 def ours_softmax(lib, d):
@@ -229,9 +229,10 @@ def ours_softmax(lib, d):
 
 def setup_q4(size):
     d = data.q4_data(*size)
-    d["raw"] = d["blocks"].view(np.uint8).reshape(-1)
+    d["raw"] = data.aligned(d["blocks"].view(np.uint8).reshape(-1))
+    d["x"] = data.aligned(d["x"])
     d["want"] = data.q4_ref(d)
-    d["out"] = np.empty(d["rows"], np.float32)
+    d["out"] = data.aligned(np.empty(d["rows"], np.float32))
     return d
 
 
@@ -244,9 +245,9 @@ def ours_q4(lib, d):
 
 
 def setup_layer_norm(size):
-    d = data.layer_norm_data(*size)
+    d = {k: data.aligned(v) if isinstance(v, np.ndarray) else v for k, v in data.layer_norm_data(*size).items()}
     d["want"] = data.layer_norm_ref(d)
-    d["out"] = np.empty_like(d["x"])
+    d["out"] = data.aligned(np.empty_like(d["x"]))
     return d
 
 

@@ -16,6 +16,17 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(SEED)
 
 
+def aligned(a: np.ndarray, alignment: int = 64) -> np.ndarray:
+    """A copy of `a` starting on an `alignment`-byte boundary, as PoCL's
+    buffers and PyTorch's tensors do (numpy's large arrays start 16 bytes
+    past one, and a 64-byte vector access then spans two cache lines)."""
+    raw = np.empty(a.nbytes + alignment, np.uint8)
+    off = -raw.ctypes.data % alignment
+    out = raw[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
+
+
 def rows_input(rows: int, cols: int) -> np.ndarray:
     return rng().standard_normal((rows, cols), dtype=np.float32)
 

@@ -139,7 +139,7 @@ def runtime_version() -> str:
     h = hashlib.sha256()
     files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE, HERE / "rewriter.py",
                                                HERE / "lexer.py", HERE / "workitem.py", HERE / "streaming.py",
-                                               HERE / "ir.py", Path(__file__)]
+                                               HERE / "simdgroup_uniform.py", HERE / "ir.py", Path(__file__)]
     files += sorted((HERE.parent / "check").glob("*.py"))  # the checked build's passes
     for f in files:
         if f.is_file():

@@ -58,7 +58,9 @@ DEFINE_FLAG = "-DMK_SGU=1"
 _USES_MATRICES = re.compile(r"\bsimdgroup_multiply(_accumulate)?\s*\(")
 _RMW = re.compile(r"\b(atomicrmw|cmpxchg)\b")
 _INDIRECT_CALL = re.compile(r"\bcall\b[^@]*?%[-a-zA-Z$._0-9\"]+\(")
-_INLINE_ASM = re.compile(r"\basm\b\s+(sideeffect|\")")
+# Inline assembly with an empty template (mk/simdgroup_uniform.h keeps
+# matrices in memory with one) does nothing per lane.
+_INLINE_ASM = re.compile(r'\basm\b(?:\s+(?:sideeffect|alignstack|inteldialect|unwind))*\s+"(?!")')
 _LINKAGE = ("private", "internal", "available_externally", "linkonce", "weak", "common", "appending",
             "extern_weak", "linkonce_odr", "weak_odr", "external")
 _VISIBILITY = ("default", "hidden", "protected")

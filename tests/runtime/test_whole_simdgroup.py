@@ -221,3 +221,33 @@ def test_thread_index_analysis(lines, ok):
     last = lines[-1].split(" = ")[0]
     body = ["define void @f(i32 %lin) {", *[f"  {ln}" for ln in lines], f"  store i32 {last}, ptr %p", "}"]
     assert _lane_bits_only_via_simdgroup(body, "lin") is ok
+
+
+def _has_avx2() -> bool:
+    try:
+        return " avx2" in open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_avx2(), reason="needs a CPU with AVX2")
+def test_avx2_build_runs_whole_simdgroups(monkeypatch, fiber_lib):
+    # With 16 vector registers the matrices are kept in memory (an empty
+    # asm statement takes their address); the kernel still qualifies.
+    from metal_kernel.runtime.toolchain import find_toolchain
+
+    march = "x86_64_v3" if find_toolchain().is_zig else "x86-64-v3"
+    monkeypatch.setenv("METAL_KERNEL_CXXFLAGS", f"-march={march}")
+    lib = metal_kernel.compile_shader(SOURCE)
+    assert lib.gemm.whole_simdgroup
+    _, _, C = run_gemm(lib)
+    _, _, C_fibers = run_gemm(fiber_lib)
+    assert same(C, C_fibers)
+
+
+def test_only_non_empty_inline_assembly_disqualifies():
+    from metal_kernel.runtime.simdgroup_uniform import _INLINE_ASM
+
+    assert not _INLINE_ASM.search('call void asm sideeffect "", "r,~{dirflag}"(ptr %5)')
+    assert _INLINE_ASM.search('call void asm sideeffect "pause", ""()')
+    assert _INLINE_ASM.search('%3 = call i32 asm "bswap $0", "=r,0"(i32 %2)')
