@@ -601,7 +601,7 @@ def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOp
         k.mode = result.modes.get(k.symbol, "fibers")
         k.whole_simdgroup = k.mode == "workitem-loops" and k.symbol in uniform.symbols
     Path(wi_ll).write_text(_add_streaming(result.text, kernels, _streamable(kernels)))
-    codegen = _codegen_flags(opts)
+    codegen = [*_codegen_flags(opts), *workitem.CODEGEN_FLAGS]
     if not any(k.mode == "workitem-loops" for k in kernels):
         # Nothing was cut (e.g. a header mentions simd functions no kernel
         # calls): the IR is optimised already, code generation only.
