@@ -52,6 +52,11 @@ COMMON_FLAGS = [
     # x86 traps on integer division by zero; report it (see mk/prelude.h)
     "-fsanitize=integer-divide-by-zero", "-fsanitize-minimal-runtime", "-fno-sanitize-recover=all",
     "-fdeclspec",  # vector swizzles are declspec properties
+    # A buffer's vectors may sit at any 4-byte boundary (Apple GPUs tolerate
+    # a float4 at a float's alignment; ggml/candle rely on it): accesses
+    # through pointers assume at most 4-byte alignment, so x86 never gets an
+    # aligned vector move (unaligned moves cost the same on aligned data).
+    "-fmax-type-align=4",
     "-Xclang", "-ffloat16-excess-precision=none",  # half rounds at every op
     "-Xclang", "-fbfloat16-excess-precision=none",
     # The AVX-512 BF16 / AVX-NE-CONVERT float->bfloat instructions flush
@@ -98,7 +103,7 @@ def cache_dir() -> Path:
 def runtime_version() -> str:
     """Hash of everything that shapes a compiled kernel besides its source."""
     h = hashlib.sha256()
-    files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE, HERE / "rewriter.py",
+    files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE, HERE / "rewriter.py", HERE / "address_spaces.py",
                                                HERE / "lexer.py", HERE / "workitem.py", HERE / "streaming.py",
                                                Path(__file__)]
     for f in files:
@@ -460,7 +465,8 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
 # direct mode and skips the work-item build.
 # (`simdgroup_\w+` also catches simdgroup_load/store, which ask the runtime for
 # the lane: such kernels must not take the bookkeeping-free direct loop.)
-_SYNC_WORDS = re.compile(r"\b(threadgroup_barrier|simdgroup_\w+|simd_\w+|quad_\w+)\b")
+# (`__metal_simd_sum` & co. are Apple's builtins behind them, mk/builtins.h.)
+_SYNC_WORDS = re.compile(r"(?:\b|__metal_)(threadgroup_barrier|simdgroup_\w+|simd_\w+|quad_\w+)\b")
 
 
 def workitem_enabled() -> bool:

@@ -4,10 +4,15 @@
 // same, accurate, functions).
 //
 // Rules implemented:
-//  * Every function exists for float, half and bfloat scalars (exact,
-//    non-template overloads, so they win over other libraries' templates the
-//    way Metal's do) and, component-wise, for their vectors.  half and bfloat
-//    results are computed in float (or better) and rounded once.
+//  * Every function exists for float and half scalars (exact, non-template
+//    overloads, so they win over other libraries' templates the way Metal's
+//    do) and, component-wise, for their vectors.  half results are computed
+//    in float (or better) and rounded once.
+//  * Exactly Apple's surface: no bfloat overloads (Metal has none: a bfloat
+//    argument converts to float and the float overload answers, so
+//    `exp(bfloat)` is a float), no scalar dot/length/distance/normalize.
+//    Libraries that add their own (MLX's bf16_math.h, ggml's scalar dot,
+//    PyTorch's `bfloat max`) then declare new overloads, never duplicates.
 //  * Integer functions (abs, min, max, clamp, clz, ...) have exact overloads
 //    for char, uchar, short, ushort, int, uint, long, ulong (+ bool for
 //    min/max/clamp) and work component-wise on their vectors.
@@ -24,7 +29,7 @@
 #ifndef MK_MATH_H
 #define MK_MATH_H
 
-#include "types.h"
+#include "traits.h"
 
 namespace metal {
 namespace _mk {
@@ -88,7 +93,10 @@ template <class... R> struct cvec<bad, R...> { typedef bad type; };
 template <class... X> using cvec_t = typename cvec<void, std::remove_cv_t<X>...>::type;
 
 // arguments usable by the generic templates
-template <class X> constexpr bool argok1 = is_arith_v<X> || ((is_vec_v<X> || is_packed_v<X>) && is_arith_v<elem_t<X>>);
+// bfloat takes no part: Apple's library has no bfloat overloads (a bfloat
+// argument converts to float and the float overload answers).
+template <class X> constexpr bool argok1_ = is_arith_v<X> && !std::is_same<X, bfloat>::value;
+template <class X> constexpr bool argok1 = argok1_<X> || ((is_vec_v<X> || is_packed_v<X>) && argok1_<elem_t<X>>);
 template <class V, class = void> struct has_type : std::false_type {};
 template <class V> struct has_type<V, std::void_t<typename V::type>> : std::true_type {};
 template <class... X> constexpr bool args_ok_impl() {
@@ -345,9 +353,10 @@ struct op_nextafter {
 template <class T> using uns_t = std::make_unsigned_t<std::conditional_t<std::is_same<T, bool>::value, unsigned char, T>>;
 template <class T> constexpr int bits_v = int(sizeof(T) * 8);
 
-template <class T> MK_INLINE constexpr T i_absdiff(T x, T y) {
+// |x - y| without overflow, as the unsigned type (MSL: `Tu absdiff(T, T)`).
+template <class T> MK_INLINE constexpr uns_t<T> i_absdiff(T x, T y) {
   typedef uns_t<T> U;
-  return x > y ? T(U(x) - U(y)) : T(U(y) - U(x));
+  return x > y ? U(U(x) - U(y)) : U(U(y) - U(x));
 }
 template <class T> MK_INLINE constexpr T i_addsat(T x, T y) {
   T r;
@@ -395,25 +404,12 @@ template <class T> MK_INLINE constexpr T i_mulhi(T x, T y) {
     return T((W(x) * W(y)) >> bits_v<T>);
   }
 }
+// saturate(a * b + c), exact: a * b + c always fits in 128 bits.
 template <class T> MK_INLINE constexpr T i_madsat(T a, T b, T c) {
   typedef std::conditional_t<std::is_signed<T>::value, __int128, unsigned __int128> W;
-  // a*b fits in 128 bits for every Metal integer type; add c, then clamp
-  W p = W(a) * W(b);
-  W lo = W(std::numeric_limits<T>::min()), hi = W(std::numeric_limits<T>::max());
-  if constexpr (sizeof(T) == 8) {
-    // detect overflow of a*b itself for 64-bit operands
-    T r;
-    if (__builtin_mul_overflow(a, b, &r)) {
-      if constexpr (std::is_signed<T>::value)
-        return ((a < 0) != (b < 0)) ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max();
-      else
-        return std::numeric_limits<T>::max();
-    }
-    return i_addsat<T>(r, c);
-  } else {
-    W s = p + W(c);
-    return T(s < lo ? lo : (s > hi ? hi : s));
-  }
+  const W lo = W(std::numeric_limits<T>::min()), hi = W(std::numeric_limits<T>::max());
+  const W s = W(a) * W(b) + W(c);
+  return T(s < lo ? lo : (s > hi ? hi : s));
 }
 template <class T> MK_INLINE constexpr T i_mul24(T x, T y) {
   if constexpr (std::is_signed<T>::value) {
@@ -480,7 +476,6 @@ MK_IOP1(clz)
 MK_IOP1(ctz)
 MK_IOP1(popcount)
 MK_IOP1(reverse_bits)
-MK_IOP2(absdiff)
 MK_IOP2(addsat)
 MK_IOP2(subsat)
 MK_IOP2(hadd)
@@ -510,28 +505,25 @@ template <class... X> constexpr bool int_args = (is_int_v<elem_t<X>> && ...);
 // ===========================================================================
 // Public functions.
 //
-// MK_F1(name):    float/half/bfloat exact overloads + generic template (FOP)
-// MK_T*(name):    typed ops: float/half/bfloat + all integer exact overloads
+// MK_F1(name):    float/half exact overloads + generic template (FOP)
+// MK_T*(name):    typed ops: float/half + all integer exact overloads
 // MK_I*(name):    integer-only ops: exact overloads for every integer type
-#define MK_FP_SCALARS(M) M(float) M(half) M(bfloat)
+#define MK_FP_SCALARS(M) M(float) M(half)
 #define MK_INT_SCALARS(M) M(char) M(signed char) M(uchar) M(short) M(ushort) M(int) M(uint) M(long) M(ulong)
 
 #define MK_F1(name)                                                                     \
   MK_INLINE float name(float x) { return _mk::op_##name::call<float>(x); }               \
   MK_INLINE half name(half x) { return _mk::op_##name::call<half>(x); }                  \
-  MK_INLINE bfloat name(bfloat x) { return _mk::op_##name::call<bfloat>(x); }            \
   template <class... X, std::enable_if_t<sizeof...(X) == 1 && _mk::args_ok<X...>, int> = 0> \
   MK_INLINE auto name(const X&... x) { return _mk::apply<_mk::fpres, _mk::op_##name>(x...); }
 #define MK_F2(name)                                                                     \
   MK_INLINE float name(float x, float y) { return _mk::op_##name::call<float>(x, y); }   \
   MK_INLINE half name(half x, half y) { return _mk::op_##name::call<half>(x, y); }       \
-  MK_INLINE bfloat name(bfloat x, bfloat y) { return _mk::op_##name::call<bfloat>(x, y); } \
   template <class... X, std::enable_if_t<sizeof...(X) == 2 && _mk::args_ok<X...>, int> = 0> \
   MK_INLINE auto name(const X&... x) { return _mk::apply<_mk::fpres, _mk::op_##name>(x...); }
 #define MK_F3(name)                                                                     \
   MK_INLINE float name(float x, float y, float z) { return _mk::op_##name::call<float>(x, y, z); } \
   MK_INLINE half name(half x, half y, half z) { return _mk::op_##name::call<half>(x, y, z); } \
-  MK_INLINE bfloat name(bfloat x, bfloat y, bfloat z) { return _mk::op_##name::call<bfloat>(x, y, z); } \
   template <class... X, std::enable_if_t<sizeof...(X) == 3 && _mk::args_ok<X...>, int> = 0> \
   MK_INLINE auto name(const X&... x) { return _mk::apply<_mk::fpres, _mk::op_##name>(x...); }
 
@@ -679,7 +671,6 @@ MK_GEN2(nextafter)
 // frexp / ldexp / ilogb / modf / sincos
 MK_INLINE float frexp(float x, int& e) { return __builtin_frexpf(x, &e); }
 MK_INLINE half frexp(half x, int& e) { return half(__builtin_frexpf(float(x), &e)); }
-MK_INLINE bfloat frexp(bfloat x, int& e) { return bfloat(__builtin_frexpf(float(x), &e)); }
 template <class T, int N, class I, std::enable_if_t<_mk::is_int_v<I>, int> = 0>
 MK_INLINE vec<T, N> frexp(const vec<T, N>& x, vec<I, N>& e) {
   vec<T, N> r;
@@ -692,7 +683,6 @@ MK_INLINE vec<T, N> frexp(const vec<T, N>& x, vec<I, N>& e) {
 }
 MK_INLINE float ldexp(float x, int k) { return __builtin_ldexpf(x, k); }
 MK_INLINE half ldexp(half x, int k) { return half(__builtin_ldexpf(float(x), k)); }
-MK_INLINE bfloat ldexp(bfloat x, int k) { return bfloat(__builtin_ldexpf(float(x), k)); }
 namespace _mk {
 template <class X, class K> MK_INLINE auto ldexp_gen(const X& x, const K& k);
 template <class... A> constexpr bool ldexp_ok() {
@@ -720,7 +710,6 @@ template <class X, class K> MK_INLINE auto _mk::ldexp_gen(const X& x, const K& k
 }
 MK_INLINE int ilogb(float x) { return __builtin_ilogbf(x); }
 MK_INLINE int ilogb(half x) { return __builtin_ilogbf(float(x)); }
-MK_INLINE int ilogb(bfloat x) { return __builtin_ilogbf(float(x)); }
 template <class T, int N> MK_INLINE vec<int, N> ilogb(const vec<T, N>& x) {
   vec<int, N> r;
   for (int i = 0; i < N; ++i)
@@ -733,12 +722,6 @@ MK_INLINE half modf(half x, half& ip) {
   float f = __builtin_modff(float(x), &fi);
   ip = half(fi);
   return half(f);
-}
-MK_INLINE bfloat modf(bfloat x, bfloat& ip) {
-  float fi;
-  float f = __builtin_modff(float(x), &fi);
-  ip = bfloat(fi);
-  return bfloat(f);
 }
 template <class T, int N> MK_INLINE vec<T, N> modf(const vec<T, N>& x, vec<T, N>& ip) {
   vec<T, N> r;
@@ -759,12 +742,6 @@ MK_INLINE half sincos(half x, half& c) {
   __builtin_sincosf(float(x), &s, &cf);
   c = half(cf);
   return half(s);
-}
-MK_INLINE bfloat sincos(bfloat x, bfloat& c) {
-  float s, cf;
-  __builtin_sincosf(float(x), &s, &cf);
-  c = bfloat(cf);
-  return bfloat(s);
 }
 template <class T, int N> MK_INLINE vec<T, N> sincos(const vec<T, N>& x, vec<T, N>& c) {
   vec<T, N> r;
@@ -823,7 +800,18 @@ MK_DEF_I1(clz)
 MK_DEF_I1(ctz)
 MK_DEF_I1(popcount)
 MK_DEF_I1(reverse_bits)
-MK_DEF_I2(absdiff)
+// absdiff returns the unsigned type: absdiff(INT_MIN, INT_MAX) == 0xffffffffu.
+#define MK_ABSDIFF_ONE(T)                                                               \
+  MK_INLINE _mk::uns_t<T> absdiff(T x, T y) { return _mk::i_absdiff<T>(x, y); }
+MK_INT_SCALARS(MK_ABSDIFF_ONE)
+#undef MK_ABSDIFF_ONE
+template <class T, int N, std::enable_if_t<_mk::is_int_v<T>, int> = 0>
+MK_INLINE vec<_mk::uns_t<T>, N> absdiff(const vec<T, N>& x, const vec<T, N>& y) {
+  vec<_mk::uns_t<T>, N> r;
+  for (int i = 0; i < N; ++i)
+    r[i] = _mk::i_absdiff<T>(x[i], y[i]);
+  return r;
+}
 MK_DEF_I2(addsat)
 MK_DEF_I2(subsat)
 MK_DEF_I2(hadd)
@@ -885,7 +873,6 @@ template <class F, class T, int N> MK_INLINE vec<bool, N> map_bool(const vec<T, 
 #define MK_REL1(name)                                                                   \
   MK_INLINE bool name(float x) { return _mk::r_##name<float>(x); }                       \
   MK_INLINE bool name(half x) { return _mk::r_##name<half>(x); }                         \
-  MK_INLINE bool name(bfloat x) { return _mk::r_##name<bfloat>(x); }                     \
   template <class T, int N> MK_INLINE vec<bool, N> name(const vec<T, N>& x) {            \
     vec<bool, N> r;                                                                     \
     for (int i = 0; i < N; ++i)                                                         \
@@ -902,10 +889,8 @@ MK_REL1(signbit)
 #undef MK_REL1
 MK_INLINE bool isordered(float x, float y) { return x == x && y == y; }
 MK_INLINE bool isordered(half x, half y) { return x == x && y == y; }
-MK_INLINE bool isordered(bfloat x, bfloat y) { return x == x && y == y; }
 MK_INLINE bool isunordered(float x, float y) { return x != x || y != y; }
 MK_INLINE bool isunordered(half x, half y) { return x != x || y != y; }
-MK_INLINE bool isunordered(bfloat x, bfloat y) { return x != x || y != y; }
 template <class T, int N> MK_INLINE vec<bool, N> isordered(const vec<T, N>& x, const vec<T, N>& y) {
   return (x == x) && (y == y);
 }
@@ -1031,11 +1016,8 @@ template <class T> MK_INLINE T determinant(const matrix<T, 4, 4>& m) {
   return T(det);
 }
 
-// scalar forms (GLSL-style; harmless extras)
-MK_INLINE float dot(float a, float b) { return a * b; }
-MK_INLINE float length(float x) { return __builtin_fabsf(x); }
-MK_INLINE float distance(float a, float b) { return __builtin_fabsf(a - b); }
-MK_INLINE float normalize(float x) { return x / __builtin_fabsf(x); }
+// No scalar dot / length / distance / normalize: Apple's library has none,
+// and libraries define their own (ggml: a scalar dot).
 
 // ---- pack / unpack (<metal_pack>) ------------------------------------------
 // Component x is in the lowest bits.  unorm: round(clamp(c, 0, 1) * (2^n-1));

@@ -1,0 +1,172 @@
+// metal-kernel: the Metal `bfloat` scalar type (MSL 3.1+), a thin class over
+// clang's __bf16 (same size, alignment and bits).
+//
+// Why a class and not a typedef: clang refuses every conversion between
+// __bf16 and _Float16 (even static_cast), while Metal allows explicit
+// half <-> bfloat casts and generic kernels do them (c10's cast_to, copy
+// kernels); and a class lets the conversions follow Metal's rules exactly.
+//
+// Metal's rules (MSL specification 3.1+, "bfloat is an extended floating
+// point type that only allows implicit conversion to a type of greater
+// floating point rank"):
+//   * bfloat converts implicitly to float, and to nothing else; every other
+//     conversion (to half, to the integers, to bool) is explicit
+//     (`int(b)`, `static_cast<half>(b)`, `if (b)` as a condition);
+//   * integers (and bool) convert implicitly to bfloat; float and half only
+//     explicitly (`bfloat(x)`, `static_cast<bfloat>(x)`).
+// So `c ? b : 0` is a bfloat and `c ? b : 1.0f` a float, as in Metal, and
+// `std::is_convertible<bfloat, int>` is false (MLX relies on it).
+// Arithmetic keeps Metal's typing: bfloat op bfloat / integer -> bfloat
+// (rounded at every operation), bfloat op float -> float. bfloat op half is
+// computed in float (lenient: Metal rejects it).
+#ifndef MK_BFLOAT_H
+#define MK_BFLOAT_H
+
+#include <type_traits>
+
+namespace __mk_bf {
+template <class S>
+constexpr bool ok = std::is_arithmetic<S>::value || std::is_same<S, _Float16>::value || std::is_same<S, __bf16>::value;
+// Sources that convert to bfloat implicitly: the integers, bool, and __bf16
+// itself (the storage of bfloat vectors).
+template <class S>
+constexpr bool implicit_from = std::is_integral<S>::value || std::is_same<S, __bf16>::value;
+template <class S> __attribute__((always_inline)) constexpr __bf16 from(const S& s) {
+  if constexpr (std::is_same<S, bool>::value)
+    return s ? (__bf16)1.0f : (__bf16)0.0f;
+  else if constexpr (std::is_same<S, _Float16>::value)
+    return (__bf16)(float)s;
+  else
+    return (__bf16)s;
+}
+template <class T> __attribute__((always_inline)) constexpr T to(__bf16 b) {
+  if constexpr (std::is_same<T, __bf16>::value)
+    return b;
+  else if constexpr (std::is_same<T, bool>::value)
+    return b != (__bf16)0.0f;
+  else
+    return (T)(float)b;
+}
+// operand as seen by __bf16 arithmetic: half goes through float
+template <class S> __attribute__((always_inline)) constexpr auto arg(const S& s) {
+  if constexpr (std::is_same<S, _Float16>::value)
+    return (float)s;
+  else if constexpr (std::is_same<S, bool>::value)
+    return (int)s;
+  else
+    return s;
+}
+} // namespace __mk_bf
+
+struct bfloat {
+  __bf16 _b;
+  bfloat() = default;
+  template <class S, std::enable_if_t<__mk_bf::implicit_from<S>, int> = 0>
+  __attribute__((always_inline)) constexpr bfloat(const S& s) : _b(__mk_bf::from(s)) {}
+  template <class S, std::enable_if_t<__mk_bf::ok<S> && !__mk_bf::implicit_from<S>, int> = 0>
+  __attribute__((always_inline)) constexpr explicit bfloat(const S& s) : _b(__mk_bf::from(s)) {}
+
+  // Implicit to float only: as a template, it is usable only where the
+  // target is exactly float (a non-template `operator float` would also
+  // convert implicitly to int, half, ... through a standard conversion).
+  template <class T, std::enable_if_t<std::is_same<T, float>::value, int> = 0>
+  __attribute__((always_inline)) constexpr operator T() const { return (float)_b; }
+  template <class T, std::enable_if_t<__mk_bf::ok<T> && !std::is_same<T, float>::value, int> = 0>
+  __attribute__((always_inline)) constexpr explicit operator T() const { return __mk_bf::to<T>(_b); }
+
+  __attribute__((always_inline)) constexpr bfloat operator+() const { return *this; }
+  __attribute__((always_inline)) constexpr bfloat operator-() const { return bfloat(__bf16(-_b)); }
+  __attribute__((always_inline)) constexpr bfloat& operator++() { _b = __bf16(_b + (__bf16)1.0f); return *this; }
+  __attribute__((always_inline)) constexpr bfloat& operator--() { _b = __bf16(_b - (__bf16)1.0f); return *this; }
+  __attribute__((always_inline)) constexpr bfloat operator++(int) { bfloat t = *this; ++*this; return t; }
+  __attribute__((always_inline)) constexpr bfloat operator--(int) { bfloat t = *this; --*this; return t; }
+
+private:
+  template <class R> __attribute__((always_inline)) static constexpr auto wrap(const R& r) {
+    if constexpr (std::is_same<R, __bf16>::value)
+      return bfloat(r);
+    else
+      return r;
+  }
+
+public:
+#define MK_BF_ARITH(op)                                                                   \
+  friend __attribute__((always_inline)) constexpr bfloat operator op(bfloat a, bfloat b) { \
+    return bfloat(__bf16(a._b op b._b));                                                  \
+  }                                                                                       \
+  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
+  friend __attribute__((always_inline)) constexpr auto operator op(bfloat a, const S& s) { \
+    return wrap(a._b op __mk_bf::arg(s));                                                 \
+  }                                                                                       \
+  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
+  friend __attribute__((always_inline)) constexpr auto operator op(const S& s, bfloat a) { \
+    return wrap(__mk_bf::arg(s) op a._b);                                                 \
+  }                                                                                       \
+  template <class S, std::enable_if_t<__mk_bf::ok<S> || std::is_same<S, bfloat>::value, int> = 0> \
+  __attribute__((always_inline)) constexpr bfloat& operator op##=(const S& s) {           \
+    *this = bfloat(*this op s);                                                           \
+    return *this;                                                                         \
+  }
+  MK_BF_ARITH(+)
+  MK_BF_ARITH(-)
+  MK_BF_ARITH(*)
+  MK_BF_ARITH(/)
+#undef MK_BF_ARITH
+#define MK_BF_CMP(op)                                                                     \
+  friend __attribute__((always_inline)) constexpr bool operator op(bfloat a, bfloat b) { return a._b op b._b; } \
+  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
+  friend __attribute__((always_inline)) constexpr bool operator op(bfloat a, const S& s) { \
+    return a._b op __mk_bf::arg(s);                                                       \
+  }                                                                                       \
+  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
+  friend __attribute__((always_inline)) constexpr bool operator op(const S& s, bfloat a) { \
+    return __mk_bf::arg(s) op a._b;                                                       \
+  }
+  MK_BF_CMP(==)
+  MK_BF_CMP(!=)
+  MK_BF_CMP(<)
+  MK_BF_CMP(<=)
+  MK_BF_CMP(>)
+  MK_BF_CMP(>=)
+#undef MK_BF_CMP
+};
+static_assert(sizeof(_Float16) == 2 && sizeof(bfloat) == 2 && alignof(bfloat) == 2, "16-bit floats");
+static_assert(std::is_trivially_copyable<bfloat>::value && std::is_trivially_default_constructible<bfloat>::value,
+              "bfloat must stay a plain 16-bit value");
+static_assert(std::is_convertible<bfloat, float>::value && !std::is_convertible<bfloat, int>::value &&
+                  !std::is_convertible<bfloat, _Float16>::value && !std::is_convertible<float, bfloat>::value &&
+                  std::is_convertible<int, bfloat>::value,
+              "Metal's implicit bfloat conversions");
+
+// ---------------------------------------------------------------------------
+// float/double -> bfloat conversion helpers.  The compiler-rt bundled with
+// zig lacks them; clang calls them whenever the CPU has no native bf16
+// convert (or is told not to use it), and always for double -> bfloat.
+// Both round to nearest even, keep denormals, and keep NaN a (quiet) NaN.
+// Weak + hidden: every kernel library gets its own copy, duplicates merge.
+extern "C" {
+__attribute__((weak, visibility("hidden"))) __bf16 __truncsfbf2(float f) {
+  unsigned int u = __builtin_bit_cast(unsigned int, f);
+  unsigned short r;
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    r = (unsigned short)((u >> 16) | 0x0040u);
+  else
+    r = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return __builtin_bit_cast(__bf16, r);
+}
+__attribute__((weak, visibility("hidden"))) __bf16 __truncdfbf2(double d) {
+  // Round to odd into float (exact for the final RNE since float carries
+  // more than bfloat's 8 bits + 2), then round float -> bfloat.
+  float f = (float)d;
+  if (f == f && (double)f != d) {
+    unsigned int u = __builtin_bit_cast(unsigned int, f);
+    double ad = d < 0 ? -d : d, af = f < 0 ? -(double)f : (double)f;
+    if (af > ad) u -= 1; // f was rounded away from zero: step back
+    u |= 1u;             // sticky bit
+    f = __builtin_bit_cast(float, u);
+  }
+  return __truncsfbf2(f);
+}
+}
+
+#endif // MK_BFLOAT_H
