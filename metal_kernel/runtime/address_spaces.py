@@ -161,9 +161,10 @@ def _declared_name(head: list[_Tok]) -> str:
 
 
 class _Decl:
-    def __init__(self, toks: list[_Tok], body_at: int | None):
+    def __init__(self, toks: list[_Tok], body_at: int | None, spaced: bool):
         self.toks = toks
         self.body_at = body_at  # index in toks of a function body's '{'
+        self.spaced = spaced  # it names an address space
 
 
 def _duplicates(text: str, toks: list[_Tok], removed: set[int], blank: list[_Tok]) -> None:
@@ -174,15 +175,19 @@ def _duplicates(text: str, toks: list[_Tok], removed: set[int], blank: list[_Tok
 
     def declare(scope: tuple, decl: list[_Tok], body_at: int | None):
         nonlocal lines
-        if not any(t.text in ADDRESS_SPACES for t in decl) or any(t.text == "kernel" for t in decl):
+        if any(t.text == "kernel" for t in decl):
             return
+        spaced = any(t.text in ADDRESS_SPACES for t in decl)
         key = _normal(decl, removed)
         first = seen.setdefault(scope, {}).get(key)
         if first is not None:
-            blank.extend(t for t in decl if id(t) not in removed)
+            # a copy, if an address space is what told the two apart (a plain
+            # C++ redefinition stays the compiler's to report)
+            if spaced or first.spaced:
+                blank.extend(t for t in decl if id(t) not in removed)
             return
-        seen[scope][key] = _Decl(decl, body_at)
-        if body_at is None:
+        seen[scope][key] = _Decl(decl, body_at, spaced)
+        if body_at is None or not spaced:
             return
         sig = _normal(decl[:body_at], removed)
         other = signatures.setdefault(scope, {}).get(sig)
@@ -235,7 +240,8 @@ def _duplicates(text: str, toks: list[_Tok], removed: set[int], blank: list[_Tok
                     j += 1  # `} name;`: declarators after a class body
                 if j < end and toks[j].text == ";":
                     last = j
-                if kind == "class":
+                if kind == "class" and any(x.text in ADDRESS_SPACES for x in head):
+                    # a specialisation on an address space (`pointer_element<device T*>`)
                     declare(scope, toks[decl_start:last + 1], None)
                 i = last + 1
                 decl_start = i

@@ -33,6 +33,12 @@ template <typename T> struct cx {
   T norm() const threadgroup { return re * re + im * im; }
 };
 
+template <typename T> struct md {     // candle: the first copy has no address space
+  T m;
+  constexpr md() = default;
+  constexpr md() threadgroup = default;
+};
+
 template <typename T> struct pointer_element {};
 template <typename T> struct pointer_element<thread T*> { using type = remove_cv_t<T>; };
 template <typename T> struct pointer_element<device T*> { using type = remove_cv_t<T>; };
@@ -52,6 +58,9 @@ kernel void overloads(device float2* out [[buffer(0)]], constant float* c [[buff
   scratch[l] = z[i].norm();
   threadgroup_barrier(mem_flags::mem_threadgroup);
   static_assert(is_same_v<pointer_element<device const float*>::type, float>, "pointer_element");
+  static_assert(is_same_v<remove_addrspace_t<device float>, float>, "remove_addrspace_t");
+  threadgroup md<float> partial[2];
+  partial[0].m = 0.0f;
   typename pointer_element<device const cx<float>*>::type w(2.0f, 3.0f);
   float e = first(c) + first(z + i).re + first(scratch + l);
   out[i] = float2(tile[l]) + float2(w) * e + float2(cx<float>(half(1)));

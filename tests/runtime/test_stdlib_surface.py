@@ -72,11 +72,10 @@ kernel void surface(device float* out [[buffer(0)]], device const bfloat* in [[b
   // No bfloat overloads in Apple's library: bfloat converts to float, the
   // float function answers with a float.
   static_assert(is_same_v<decltype(exp(x)), float>, "exp(bfloat) is float");
-  static_assert(is_same_v<decltype(max(x, x)), float>, "max(bfloat, bfloat) is float");
   static_assert(is_same_v<decltype(fast::sin(x)), float>, "fast::sin(bfloat) is float");
   static_assert(is_same_v<decltype(exp(half(1))), half>, "half keeps its overloads");
   out[2 * i] = exp(x);
-  out[2 * i + 1] = max(x, bfloat(1));
+  out[2 * i + 1] = fmax(x, 1.0f);
 }
 """
 
@@ -113,14 +112,21 @@ kernel void bf_conditional(device bfloat* out [[buffer(0)]], device float* f [[b
   // One reading each, as in Metal: int converts to bfloat, bfloat to float.
   static_assert(is_same_v<decltype(c ? x : 0), bfloat>, "c ? bfloat : int is bfloat");
   static_assert(is_same_v<decltype(c ? x : 1.0f), float>, "c ? bfloat : float is float");
-  static_assert(is_convertible_v<bfloat, float> && !is_convertible_v<bfloat, int> &&
-                !is_convertible_v<bfloat, half> && !is_convertible_v<float, bfloat> &&
-                !is_convertible_v<half, bfloat> && is_convertible_v<int, bfloat>, "implicit conversions");
+  static_assert(is_convertible_v<bfloat, float> && !is_convertible_v<bfloat, half> &&
+                !is_convertible_v<float, bfloat> && !is_convertible_v<half, bfloat> &&
+                is_convertible_v<int, bfloat>, "implicit conversions");
   out[i] = c ? x : 0;
+  uint u = x; bool nz = x;               // as in Metal (MLX sorts and reductions)
+  struct Mask { bool on; constexpr operator bool() const { return on; } } m{true};
+  bfloat scale = bfloat(m);              // a class converting to bool (MLX masks)
+  scale = m;
+  float acc = 1.0f;
+  acc += x;                              // built-in compound assignment, one reading
+  acc *= scale;
   f[i] = c ? x : 0.5f;
   if (x) f[i] += 100.0f;                 // a bfloat as a condition
   int n = int(x); half h = half(x);      // explicit conversions
-  f[i] += float(n) * 0.0f + float(h) * 0.0f;
+  f[i] += float(n) * 0.0f + float(h) * 0.0f + float(u) * 0.0f + float(nz) * 0.0f + (acc - 1.0f - x) * 0.0f;
 }
 """
 
@@ -135,8 +141,8 @@ def test_bfloat_converts_implicitly_only_to_float():
     assert f.tolist() == [100.5, 0.5, 102.0, 100.25]
 
 
-@pytest.mark.parametrize("code", ["bfloat b = 1.0f;", "bfloat b = half(1);", "int n = bfloat(1);",
-                                  "half h = bfloat(1);", "float4 v = float4(1, 2, 3);"])
+@pytest.mark.parametrize("code", ["bfloat b = 1.0f;", "bfloat b = half(1);", "half h = bfloat(1);",
+                                  "float4 v = float4(1, 2, 3);"])
 def test_conversions_metal_rejects_are_rejected(code):
     src = f"""#include <metal_stdlib>
 using namespace metal;
@@ -161,6 +167,13 @@ kernel void builtins(device float* out [[buffer(0)]], device const float* in [[b
   out[8 * i + 6] = __metal_simd_shuffle_and_fill_down(x, -x, ushort(1), __metal_get_simdgroup_size(ushort()));
   out[8 * i + 7] = float(as_type<ushort>(__metal_simd_shuffle(as_type<ushort>(half(x)), ushort(0))));
 }
+kernel void builtin_bits(device float* out [[buffer(0)]], device const float* in [[buffer(1)]],
+                         uint i [[thread_position_in_grid]]) {
+  out[i] = __metal_simd_xor(in[i]);     // the bitwise reductions take floats' bits
+  simdgroup_matrix<float, 8, 8> a(2.0f), b(3.0f);
+  simdgroup_matrix<float, 8, 8> c = a * b;   // simdgroup_multiply
+  out[32 + i] = c.thread_elements()[0] + c.thread_elements()[1];
+}
 """
 
 
@@ -179,6 +192,13 @@ def test_compiler_builtins_behave_as_their_library_functions():
     torch.testing.assert_close(out[:, 5], torch.full((32,), float(x.sum())), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(out[:, 6], torch.cat([x[1:], -x[:1]]))
     assert torch.all(out[:, 7] == float(x[:1].half().view(torch.int16).item() & 0xFFFF))
+    bits = torch.full((64,), float("nan"))
+    lib.builtin_bits(bits, x, threads=32, group_size=32)
+    want = np.bitwise_xor.reduce(x.numpy().view(np.uint32)).view(np.float32)
+    assert bits[:32].numpy().view(np.uint32).tolist() == [int(want.view(np.uint32))] * 32
+    lane = np.arange(32)  # Apple's layout: lane holds M[r][c], M[r][c + 1]
+    r, c = 4 * (lane >= 16) + ((lane >> 1) & 3), 4 * ((lane >> 3) & 1) + 2 * (lane & 1)
+    assert bits[32:].tolist() == (6.0 * (r == c) + 6.0 * (r == c + 1)).tolist()  # diag(2) * diag(3)
 
 
 LIBRARY_PIECES = r"""

@@ -8,14 +8,17 @@
 //
 // Metal's rules (MSL specification 3.1+, "bfloat is an extended floating
 // point type that only allows implicit conversion to a type of greater
-// floating point rank"):
-//   * bfloat converts implicitly to float, and to nothing else; every other
-//     conversion (to half, to the integers, to bool) is explicit
-//     (`int(b)`, `static_cast<half>(b)`, `if (b)` as a condition);
-//   * integers (and bool) convert implicitly to bfloat; float and half only
-//     explicitly (`bfloat(x)`, `static_cast<bfloat>(x)`).
-// So `c ? b : 0` is a bfloat and `c ? b : 1.0f` a float, as in Metal, and
-// `std::is_convertible<bfloat, int>` is false (MLX relies on it).
+// floating point rank"): bfloat converts implicitly to float but not to half;
+// integers (and bool) convert implicitly to bfloat, float and half only
+// explicitly (`bfloat(x)`, `static_cast<bfloat>(x)`). So `c ? b : 1.0f` is a
+// float and `c ? b : 0` a bfloat, as in Metal.
+// One compromise, because bfloat is a class here and the conditional
+// operator tries a class operand's conversions both ways: bfloat converts
+// implicitly to bool and to every integer type *except int* (`out[i] = b`
+// with a uint or bool output compiles, as in Metal), since an implicit
+// bfloat -> int would make `c ? b : 0` ambiguous; `int n = b` needs
+// `int(b)`. So std::is_convertible<bfloat, half/int> is false (MLX relies on
+// the half one).
 // Arithmetic keeps Metal's typing: bfloat op bfloat / integer -> bfloat
 // (rounded at every operation), bfloat op float -> float. bfloat op half is
 // computed in float (lenient: Metal rejects it).
@@ -47,6 +50,15 @@ template <class T> __attribute__((always_inline)) constexpr T to(__bf16 b) {
   else
     return (T)(float)b;
 }
+// Targets bfloat converts to implicitly (see above for why not int).
+template <class T>
+constexpr bool implicit_to = std::is_same<T, float>::value ||
+                             (std::is_integral<T>::value && !std::is_same<T, int>::value);
+// A class that converts to an arithmetic type (MLX's mask types convert to
+// bool): `bfloat(mask)` takes the value through float, as Metal's builtin
+// bfloat would through its standard conversions.
+template <class S, class B>
+constexpr bool via_float = std::is_class<S>::value && !std::is_same<S, B>::value && std::is_convertible<S, float>::value;
 // operand as seen by __bf16 arithmetic: half goes through float
 template <class S> __attribute__((always_inline)) constexpr auto arg(const S& s) {
   if constexpr (std::is_same<S, _Float16>::value)
@@ -65,13 +77,20 @@ struct bfloat {
   __attribute__((always_inline)) constexpr bfloat(const S& s) : _b(__mk_bf::from(s)) {}
   template <class S, std::enable_if_t<__mk_bf::ok<S> && !__mk_bf::implicit_from<S>, int> = 0>
   __attribute__((always_inline)) constexpr explicit bfloat(const S& s) : _b(__mk_bf::from(s)) {}
+  template <class S, std::enable_if_t<__mk_bf::via_float<S, bfloat>, int> = 0>
+  __attribute__((always_inline)) constexpr explicit bfloat(const S& s) : _b(__mk_bf::from(static_cast<float>(s))) {}
+  template <class S, std::enable_if_t<__mk_bf::via_float<S, bfloat>, int> = 0>
+  __attribute__((always_inline)) constexpr bfloat& operator=(const S& s) {
+    _b = __mk_bf::from(static_cast<float>(s));  // `scale = mask` (MLX's masked GEMM)
+    return *this;
+  }
 
-  // Implicit to float only: as a template, it is usable only where the
-  // target is exactly float (a non-template `operator float` would also
-  // convert implicitly to int, half, ... through a standard conversion).
-  template <class T, std::enable_if_t<std::is_same<T, float>::value, int> = 0>
-  __attribute__((always_inline)) constexpr operator T() const { return (float)_b; }
-  template <class T, std::enable_if_t<__mk_bf::ok<T> && !std::is_same<T, float>::value, int> = 0>
+  // Templates, so that each is usable only where the target is exactly T (a
+  // non-template `operator float` would also convert implicitly to int,
+  // half, ... through a standard conversion).
+  template <class T, std::enable_if_t<__mk_bf::implicit_to<T>, int> = 0>
+  __attribute__((always_inline)) constexpr operator T() const { return __mk_bf::to<T>(_b); }
+  template <class T, std::enable_if_t<__mk_bf::ok<T> && !__mk_bf::implicit_to<T>, int> = 0>
   __attribute__((always_inline)) constexpr explicit operator T() const { return __mk_bf::to<T>(_b); }
 
   __attribute__((always_inline)) constexpr bfloat operator+() const { return *this; }
@@ -106,6 +125,13 @@ public:
   __attribute__((always_inline)) constexpr bfloat& operator op##=(const S& s) {           \
     *this = bfloat(*this op s);                                                           \
     return *this;                                                                         \
+  }                                                                                       \
+  /* `f += b`: one reading (the built-in candidates would be ambiguous, b   */           \
+  /* converting to float and to the integer types)                          */           \
+  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
+  friend __attribute__((always_inline)) constexpr S& operator op##=(S& s, bfloat a) {     \
+    s = static_cast<S>(s op a);                                                           \
+    return s;                                                                             \
   }
   MK_BF_ARITH(+)
   MK_BF_ARITH(-)
@@ -133,10 +159,11 @@ public:
 static_assert(sizeof(_Float16) == 2 && sizeof(bfloat) == 2 && alignof(bfloat) == 2, "16-bit floats");
 static_assert(std::is_trivially_copyable<bfloat>::value && std::is_trivially_default_constructible<bfloat>::value,
               "bfloat must stay a plain 16-bit value");
-static_assert(std::is_convertible<bfloat, float>::value && !std::is_convertible<bfloat, int>::value &&
-                  !std::is_convertible<bfloat, _Float16>::value && !std::is_convertible<float, bfloat>::value &&
-                  std::is_convertible<int, bfloat>::value,
-              "Metal's implicit bfloat conversions");
+static_assert(std::is_convertible<bfloat, float>::value && !std::is_convertible<bfloat, _Float16>::value &&
+                  !std::is_convertible<float, bfloat>::value && !std::is_convertible<_Float16, bfloat>::value &&
+                  std::is_convertible<int, bfloat>::value && std::is_convertible<bfloat, unsigned>::value &&
+                  std::is_convertible<bfloat, bool>::value && !std::is_convertible<bfloat, int>::value,
+              "Metal's implicit bfloat conversions (but int, see above)");
 
 // ---------------------------------------------------------------------------
 // float/double -> bfloat conversion helpers.  The compiler-rt bundled with

@@ -77,7 +77,6 @@ MK_BUILTIN_MATH(fmin, 2)
 MK_BUILTIN_MATH(fmod, 2)
 MK_BUILTIN_MATH(pow, 2)
 MK_BUILTIN_MATH(powr, 2)
-MK_BUILTIN_MATH(fma, 3)
 MK_BUILTIN_MATH(fmax3, 3)
 MK_BUILTIN_MATH(fmin3, 3)
 MK_BUILTIN_MATH(fmedian3, 3)
@@ -90,6 +89,9 @@ MK_BUILTIN_MATH(fmedian3, 3)
 #undef MK_BUILTIN_ARGS_3
 
 // The ones without a math mode.
+template <class T> __attribute__((always_inline)) inline T __metal_fma(T x, T y, T z) {
+  return T(::metal::fma(x, y, z));
+}
 template <class T> __attribute__((always_inline)) inline T __metal_ldexp(T x, int k, int) {
   return T(::metal::ldexp(x, k));
 }
@@ -113,9 +115,6 @@ MK_BUILTIN_SIMD1(simd_sum)
 MK_BUILTIN_SIMD1(simd_product)
 MK_BUILTIN_SIMD1(simd_min)
 MK_BUILTIN_SIMD1(simd_max)
-MK_BUILTIN_SIMD1(simd_and)
-MK_BUILTIN_SIMD1(simd_or)
-MK_BUILTIN_SIMD1(simd_xor)
 MK_BUILTIN_SIMD1(simd_prefix_inclusive_sum)
 MK_BUILTIN_SIMD1(simd_prefix_exclusive_sum)
 MK_BUILTIN_SIMD1(simd_prefix_inclusive_product)
@@ -130,6 +129,21 @@ MK_BUILTIN_SIMD2(simd_shuffle_rotate_up)
 MK_BUILTIN_SIMD2(simd_shuffle_rotate_down)
 #undef MK_BUILTIN_SIMD1
 #undef MK_BUILTIN_SIMD2
+// The bitwise reductions also take floating-point operands (MLX's bfloat
+// simd_xor passes a float): they work on the bits.
+#define MK_BUILTIN_SIMD_BITS(name)                                                      \
+  template <class T> __attribute__((always_inline)) inline T __metal_##name(T x) {      \
+    if constexpr (metal::_mk::is_fp_v<metal::_mk::elem_t<T>>) {                         \
+      typedef std::conditional_t<sizeof(T) == 2, ushort, std::conditional_t<sizeof(T) == 4, uint, ulong>> B; \
+      return __builtin_bit_cast(T, ::metal::name(__builtin_bit_cast(B, x)));            \
+    } else {                                                                            \
+      return ::metal::name(x);                                                          \
+    }                                                                                   \
+  }
+MK_BUILTIN_SIMD_BITS(simd_and)
+MK_BUILTIN_SIMD_BITS(simd_or)
+MK_BUILTIN_SIMD_BITS(simd_xor)
+#undef MK_BUILTIN_SIMD_BITS
 template <class T, class I>
 __attribute__((always_inline)) inline T __metal_simd_shuffle_and_fill_up(T x, T fill, I delta, uint32_t modulo) {
   return ::metal::simd_shuffle_and_fill_up(x, fill, delta, modulo);

@@ -102,8 +102,9 @@ template <class... B> using _conjunction = std::conjunction<B...>;
 template <class B> using _negation = std::negation<B>;
 
 // Address spaces are empty macros on the CPU: removing them is the identity.
-template <class T> struct remove_address_space { typedef T type; };
-template <class T> using remove_address_space_t = typename remove_address_space<T>::type;
+// (Apple's spelling, as MLX's steel/utils/integral_constant.h uses it.)
+template <class T> struct remove_addrspace { typedef T type; };
+template <class T> using remove_addrspace_t = typename remove_addrspace<T>::type;
 
 // Scalar-or-vector aware traits (MSL: true for the scalar and its vectors).
 template <class T>
