@@ -74,9 +74,32 @@ class CompileOptions:
     function_constants: tuple[tuple[str, object], ...] = ()
     optimize: str = "-O2"
     source_name: str = SOURCE_NAME
+    math: str = "exact"  # or "bounds[:seed]": see math_mode() and mk/bounds.h
 
     def key(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def math_mode(value: str | None) -> str:
+    """The math mode for `compile_shader(math=...)`, else $METAL_KERNEL_MATH:
+    "exact" (the default: math computed in float or better, rounded once) or
+    "bounds" / "bounds:<seed>" (each math-library result drawn within the MSL
+    specification's ulp bound, docs/math-bounds.md)."""
+    raw = value if value is not None else os.environ.get("METAL_KERNEL_MATH", "exact")
+    mode = str(raw).strip().lower() or "exact"
+    if mode == "exact":
+        return mode
+    name, _, seed = mode.partition(":")
+    if name == "bounds" and (seed == "" or seed.isdigit()):
+        return f"bounds:{int(seed or 0)}"
+    source = "math=" if value is not None else "METAL_KERNEL_MATH="
+    raise ValueError(f"{source}{raw!r}: choose 'exact', 'bounds' or 'bounds:<seed>' (a non-negative integer)")
+
+
+def _math_defines(opts: CompileOptions) -> list[str]:
+    if not opts.math.startswith("bounds"):
+        return []
+    return ["-DMK_MATH_BOUNDS=1", f"-DMK_MATH_SEED={opts.math.partition(':')[2] or 0}ull"]
 
 
 @dataclass
@@ -349,7 +372,7 @@ def _pass2(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOptions,
 def _pass2_flags(opts: CompileOptions, *defines: str) -> list[str]:
     """Flags for compiling the rewritten C++ (the prelude and input follow)."""
     return ["-x", "c++", *COMMON_FLAGS, opts.optimize, "-w", "-ferror-limit=10", "-fno-caret-diagnostics",
-            *extra_flags(), *defines, "-I", str(INCLUDE_DIR)]
+            *extra_flags(), *_math_defines(opts), *defines, "-I", str(INCLUDE_DIR)]
 
 
 def _codegen_flags(opts: CompileOptions) -> list[str]:
@@ -434,7 +457,7 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
     with tempfile.TemporaryDirectory(prefix="mk-build-", dir=base) as tmp:
         pp = preprocess(source, opts, tc, tmp)
         fcs = dict(opts.function_constants)
-        obj_key = _sha("object", pp, sorted((str(k), repr(v)) for k, v in fcs.items()), opts.optimize,
+        obj_key = _sha("object", pp, sorted((str(k), repr(v)) for k, v in fcs.items()), opts.optimize, opts.math,
                        tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled(),
                         streaming_enabled())
         if rebuild:

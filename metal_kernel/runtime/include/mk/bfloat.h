@@ -27,6 +27,8 @@
 
 #include <type_traits>
 
+#include "bounds.h"
+
 namespace __mk_bf {
 template <class S>
 constexpr bool ok = std::is_arithmetic<S>::value || std::is_same<S, _Float16>::value || std::is_same<S, __bf16>::value;
@@ -100,26 +102,32 @@ struct bfloat {
   __attribute__((always_inline)) constexpr bfloat operator++(int) { bfloat t = *this; ++*this; return t; }
   __attribute__((always_inline)) constexpr bfloat operator--(int) { bfloat t = *this; --*this; return t; }
 
-private:
-  template <class R> __attribute__((always_inline)) static constexpr auto wrap(const R& r) {
-    if constexpr (std::is_same<R, __bf16>::value)
-      return bfloat(r);
-    else
-      return r;
-  }
-
-public:
+// A bfloat result of `x op y`. METAL_KERNEL_MATH=bounds (mk/bounds.h): rounded
+// to nearest even or toward zero, by the draw (section 8.2 allows either).
+#ifdef MK_MATH_BOUNDS
+#define MK_BF_RESULT(op, x, y)                                                            \
+  bfloat(::mk::bounds::round_bf(float(x) op float(y),                                     \
+                                ::mk::bounds::draw(::mk::bounds::name_id(#op), (x), (y))))
+#else
+#define MK_BF_RESULT(op, x, y) bfloat(__bf16((x) op (y)))
+#endif
 #define MK_BF_ARITH(op)                                                                   \
   friend __attribute__((always_inline)) constexpr bfloat operator op(bfloat a, bfloat b) { \
-    return bfloat(__bf16(a._b op b._b));                                                  \
+    return MK_BF_RESULT(op, a._b, b._b);                                                  \
   }                                                                                       \
   template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
   friend __attribute__((always_inline)) constexpr auto operator op(bfloat a, const S& s) { \
-    return wrap(a._b op __mk_bf::arg(s));                                                 \
+    if constexpr (std::is_same<decltype(a._b op __mk_bf::arg(s)), __bf16>::value)          \
+      return MK_BF_RESULT(op, a._b, __mk_bf::arg(s));                                      \
+    else                                                                                  \
+      return a._b op __mk_bf::arg(s);                                                     \
   }                                                                                       \
   template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
   friend __attribute__((always_inline)) constexpr auto operator op(const S& s, bfloat a) { \
-    return wrap(__mk_bf::arg(s) op a._b);                                                 \
+    if constexpr (std::is_same<decltype(__mk_bf::arg(s) op a._b), __bf16>::value)          \
+      return MK_BF_RESULT(op, __mk_bf::arg(s), a._b);                                      \
+    else                                                                                  \
+      return __mk_bf::arg(s) op a._b;                                                     \
   }                                                                                       \
   template <class S, std::enable_if_t<__mk_bf::ok<S> || std::is_same<S, bfloat>::value, int> = 0> \
   __attribute__((always_inline)) constexpr bfloat& operator op##=(const S& s) {           \
@@ -138,6 +146,7 @@ public:
   MK_BF_ARITH(*)
   MK_BF_ARITH(/)
 #undef MK_BF_ARITH
+#undef MK_BF_RESULT
 #define MK_BF_CMP(op)                                                                     \
   friend __attribute__((always_inline)) constexpr bool operator op(bfloat a, bfloat b) { return a._b op b._b; } \
   template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \

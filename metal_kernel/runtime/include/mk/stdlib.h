@@ -8,5 +8,7 @@
 #include "types.h"
 #include "traits.h"
 #include "math.h"
+#include "geometric.h"
+#include "math_namespaces.h"
 #include "atomic.h"
 #endif // MK_STDLIB_H
