@@ -5,7 +5,8 @@ Source: Metal Shading Language Specification, version 3.2 (Apple, 2024-06-06;
 the same tables in 4.0), section 8.4 "ULPs and Relative Error":
   Table 8.1  single precision (fast math off; the plain and precise:: functions)
   Table 8.2  single precision with fast math enabled (the fast:: functions)
-  Table 8.3  half precision (plain, precise:: and fast:: alike)
+  Table 8.3  half precision (the plain functions; precise:: and fast:: take
+             floats only, as Apple's do)
   Table 8.4/8.5  bfloat: arithmetic only (Metal has no bfloat math functions)
 https://developer.apple.com/metal/Metal-Shading-Language-Specification.pdf
 
@@ -168,10 +169,11 @@ def markdown() -> str:
            "allows around the exact result, chosen by a hash of the seed, the function and",
            "its arguments (reproducible; equal inputs give equal outputs):", "",
            "- plain `metal::` and `precise::` functions: Table 8.1 for float (a library",
-           "  compiled with fast math off, as PyTorch compiles its shaders), Table 8.3 for half;",
-           "- `fast::` functions: Table 8.2 for float (the entries the specification gives as",
-           "  a formula are computed from that formula with perturbed `fast::` parts), Table",
-           "  8.3 for half;",
+           "  compiled with fast math off, as PyTorch compiles its shaders); plain functions",
+           "  of half: Table 8.3 (`precise::` and `fast::` hold float functions only, as in",
+           "  Apple's library: a half argument converts to float);",
+           "- `fast::` functions: Table 8.2 (the entries the specification gives as a formula",
+           "  are computed from that formula with perturbed `fast::` parts);",
            "- bfloat `+ - * /`: " + BFLOAT_ARITHMETIC + ". Metal has no bfloat math",
            "  functions: a bfloat argument takes the float function.", "",
            "Not perturbed: functions the tables mark correctly rounded or exact; half and",

@@ -74,6 +74,11 @@ kernel void surface(device float* out [[buffer(0)]], device const bfloat* in [[b
   static_assert(is_same_v<decltype(exp(x)), float>, "exp(bfloat) is float");
   static_assert(is_same_v<decltype(fast::sin(x)), float>, "fast::sin(bfloat) is float");
   static_assert(is_same_v<decltype(exp(half(1))), half>, "half keeps its overloads");
+  // precise:: and fast:: hold float functions only (PyTorch's abs_functor relies on it)
+  static_assert(is_same_v<decltype(precise::abs(x)), float>, "precise::abs(bfloat) is float");
+  static_assert(is_same_v<decltype(::precise::exp(half(1))), float>, "precise::exp(half) is float");
+  static_assert(is_same_v<decltype(fast::max(half(1), 2)), float>, "fast::max(half, int) is float");
+  static_assert(is_same_v<decltype(precise::sqrt(float4(1))), float4>, "float vectors");
   out[2 * i] = exp(x);
   out[2 * i + 1] = fmax(x, 1.0f);
 }

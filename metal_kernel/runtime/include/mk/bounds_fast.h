@@ -1,8 +1,8 @@
-// metal-kernel: the metal::fast:: functions under METAL_KERNEL_MATH=bounds
-// (included at the end of mk/math.h only then). Float ones follow Table 8.2
-// of the MSL specification: a bound drawn as for the precise functions
-// (mk/bounds.h), or, where the specification gives a formula, that formula
-// over other fast:: functions; half ones keep Table 8.3, as the precise ones.
+// metal-kernel: the element operations of metal::fast:: under
+// METAL_KERNEL_MATH=bounds (mk/math_namespaces.h uses them only then): Table
+// 8.2 of the MSL specification, a bound drawn as for the precise functions
+// (mk/bounds.h) or, where the specification gives a formula, that formula
+// over other fast operations.
 #pragma once
 
 namespace metal {
@@ -109,43 +109,4 @@ struct op_fast_powr {
 };
 }  // namespace _mk
 
-namespace fast {
-#define MK_FAST1(name) MK_F1_OP(name, _mk::op_fast_##name)
-#define MK_FAST2(name) MK_F2_OP(name, _mk::op_fast_##name)
-MK_FAST1(acos)
-MK_FAST1(acosh)
-MK_FAST1(asin)
-MK_FAST1(asinh)
-MK_FAST1(atan)
-MK_FAST1(atanh)
-MK_FAST1(cos)
-MK_FAST1(cosh)
-MK_FAST1(cospi)
-MK_FAST1(exp)
-MK_FAST1(exp2)
-MK_FAST1(exp10)
-MK_FAST1(log)
-MK_FAST1(log2)
-MK_FAST1(log10)
-MK_FAST1(rsqrt)
-MK_FAST1(sin)
-MK_FAST1(sinh)
-MK_FAST1(sinpi)
-MK_FAST1(sqrt)
-MK_FAST1(tan)
-MK_FAST1(tanh)
-MK_FAST1(tanpi)
-MK_FAST2(atan2)
-MK_FAST2(divide)
-MK_FAST2(pow)
-MK_FAST2(powr)
-#undef MK_FAST1
-#undef MK_FAST2
-MK_INLINE float sincos(float x, float& c) {
-  c = _mk::op_fast_cos::call<float>(x);
-  return _mk::op_fast_sin::call<float>(x);
-}
-MK_INLINE half sincos(half x, half& c) { return ::metal::sincos(x, c); }
-MK_VEC_WITH_OUT(sincos)
-}  // namespace fast
 }  // namespace metal
