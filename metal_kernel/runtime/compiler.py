@@ -75,6 +75,8 @@ class CompileOptions:
     optimize: str = "-O2"
     source_name: str = SOURCE_NAME
     math: str = "exact"  # or "bounds[:seed]": see math_mode() and mk/bounds.h
+    # The checked build (metal_kernel.check): every access instrumented.
+    checked: bool = False
 
     def key(self) -> dict:
         return dataclasses.asdict(self)
@@ -108,6 +110,7 @@ class CompiledLibrary:
     kernels: list[KernelEntry]
     tg_sizes_known: bool = True
     deps: list = field(default_factory=list)
+    check: dict | None = None  # checked builds: sites and per-kernel facts (check/build.py)
 
 
 def cache_dir() -> Path:
@@ -128,10 +131,11 @@ def runtime_version() -> str:
     h = hashlib.sha256()
     files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE, HERE / "rewriter.py", HERE / "address_spaces.py",
                                                HERE / "lexer.py", HERE / "workitem.py", HERE / "streaming.py",
-                                               Path(__file__)]
+                                               HERE / "ir.py", Path(__file__)]
+    files += sorted((HERE.parent / "check").glob("*.py"))  # the checked build's passes
     for f in files:
         if f.is_file():
-            h.update(str(f.relative_to(HERE)).encode())
+            h.update(str(f.relative_to(HERE.parent)).encode())
             h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
@@ -450,7 +454,7 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
         meta = json.loads((base / "objects" / f"{data['object']}.json").read_text())
         if not rebuild and so.exists() and _deps_fresh(data["deps"]):
             return CompiledLibrary(str(so), _entries_from_json(meta["kernels"]), meta["tg_sizes_known"],
-                                   data["deps"])
+                                   data["deps"], meta.get("check"))
     except (OSError, ValueError, KeyError, TypeError):
         pass
 
@@ -458,6 +462,7 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
         pp = preprocess(source, opts, tc, tmp)
         fcs = dict(opts.function_constants)
         obj_key = _sha("object", pp, sorted((str(k), repr(v)) for k, v in fcs.items()), opts.optimize, opts.math,
+                       opts.checked,
                        tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled(),
                         streaming_enabled())
         if rebuild:
@@ -479,7 +484,8 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
             meta = _build(pp, fcs, opts, tc, tmp, so, source)
             _atomic_write(meta_path, json.dumps(meta).encode())
         _atomic_write(manifest, json.dumps({"object": obj_key, "deps": deps}).encode())
-    return CompiledLibrary(str(so), _entries_from_json(meta["kernels"]), meta["tg_sizes_known"], deps)
+    return CompiledLibrary(str(so), _entries_from_json(meta["kernels"]), meta["tg_sizes_known"], deps,
+                           meta.get("check"))
 
 
 # ------------------------------------------------------ work-item loops --
@@ -591,6 +597,10 @@ def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOp
 
 def _build(pp: str, fcs: dict, opts: CompileOptions, tc: Toolchain, tmp: str, so: Path,
            source: str) -> dict:
+    if opts.checked:
+        from ..check.build import build_checked
+
+        return build_checked(pp, fcs, opts, tc, tmp, str(so), source)
     cpp_path = os.path.join(tmp, "kernel.cpp")
     out_tmp = os.path.join(tmp, "kernel.so")
     tg_known = True
