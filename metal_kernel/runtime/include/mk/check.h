@@ -127,8 +127,10 @@ constexpr uint32_t kDedupSlots = 4096;
 
 struct Group;
 
-// One checked dispatch; filled by the host (check/native.py).
-struct Dispatch {
+// One checked dispatch; filled by the host (check/native.py). alignas:
+// explicit alignment survives -fmax-type-align=4 (compiler.py), so the 8-byte
+// atomics on `total`, `keys` stay lock-free instructions (no libatomic call).
+struct alignas(8) Dispatch {
   uint32_t tools;
   uint32_t nbuffers;
   Buffer buffers[64];
