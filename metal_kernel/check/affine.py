@@ -31,8 +31,10 @@ build.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from ..runtime.ir import _split_top, parse_type
 from .loops import Blocks, counted_loop
@@ -110,9 +112,9 @@ class Analysis:
     """Offset polynomials of the values of one per-thread function."""
 
     def __init__(self, defs: dict[str, str], params: list[str], layout, uniform_buffers: set[int], root_of,
-                 lines: list[str] | None = None, loops: list | None = None):
+                 blocks: Blocks | None = None, loops: list | None = None):
         self.defs = defs
-        self.blocks = Blocks(lines) if lines else None
+        self.blocks = blocks
         self.loops = loops if loops is not None else []  # counted loops, by the index of their `iv:` symbol
         self.g, self.x, self.y, self.z, self.lin = params
         self.layout = layout
@@ -420,32 +422,95 @@ class Evaluator:
             lo, hi = lo + a, hi + b
         return lo, hi
 
-    def in_range(self, poly: Poly, low: int, high: int) -> bool:
+    def in_range(self, poly: Poly, low: int, high: int, known: list | None = None) -> bool:
         lin = self.linear(poly)
         if lin is None:
             return False
-        lo, hi = self.extremes(lin)
+        lo, hi = self.bounds(lin, known or [])
         return low <= lo and hi < high
 
-    def exclusive(self, parts: list[tuple[dict, int]]) -> bool:
-        """Whether accesses (linear form, size) of all threads touch bytes of
-        their own: one linear part for all, mapping threads apart by at least
-        the footprint of one thread's accesses."""
+    def constraints(self, guards: list) -> list[tuple[dict, int, int]]:
+        """What an access's guards (check/guards.py) say here, as (linear
+        form V without constant, low, high): low <= V <= high for every
+        thread that makes the access. A guard whose sides could have
+        wrapped, or that is not linear here, says nothing."""
+        out = []
+        for g in guards:
+            sides = []
+            for key in ("lhs", "rhs"):
+                off = g[key]
+                lin = self.linear(from_json(off["poly"]))
+                if lin is None or not all(self.in_range(from_json(p), lo, hi) for p, lo, hi in off["ranges"]):
+                    break
+                sides.append(lin)
+            if len(sides) < 2:
+                continue
+            bits = g["bits"]
+            low, high = (-(1 << (bits - 1)), 1 << (bits - 1)) if g["signed"] else (0, 1 << bits)
+            rhs_lo, rhs_hi = self.extremes(sides[1])
+            lhs_lo, lhs_hi = self.extremes(sides[0])
+            # Compared as `bits`-bit integers: the same as comparing the
+            # polynomials only while the bit pattern reads as their value.
+            if rhs_lo < low or rhs_hi >= high or lhs_lo < low or lhs_hi >= high:
+                continue
+            diff = add(sides[0], {k: -v for k, v in sides[1].items()})  # lhs - rhs < 0
+            k = diff.pop("", 0)
+            if not diff:
+                continue
+            v_lo, v_hi = self.extremes(diff)
+            out.append((diff, v_lo, min(v_hi, -1 - k)))
+        return out
+
+    def bounds(self, lin: dict, known: list) -> tuple[int, int]:
+        """extremes() narrowed by what is known where the access runs: the
+        parts of `lin` that are multiples of a constrained form take that
+        form's range (both results are sound; the narrower is kept)."""
+        lo, hi = self.extremes(lin)
+        if not known:
+            return lo, hi
+        rest = {k: Fraction(v) for k, v in lin.items() if k}
+        c_lo = c_hi = Fraction(lin.get("", 0))
+        for form, f_lo, f_hi in known:
+            var = next((v for v in sorted(form) if rest.get(v)), None)
+            if var is None:
+                continue
+            c = rest[var] / form[var]
+            for v, a in form.items():
+                rest[v] = rest.get(v, 0) - c * a
+            a, b = c * f_lo, c * f_hi
+            c_lo, c_hi = c_lo + min(a, b), c_hi + max(a, b)
+        r_lo, r_hi = self.extremes({k: v for k, v in rest.items() if v})
+        return max(lo, math.floor(c_lo + r_lo)), min(hi, math.ceil(c_hi + r_hi))
+
+    def exclusive(self, parts: list[tuple[dict, int, list]]) -> bool:
+        """Whether accesses (linear form, size, constraints) of all threads
+        touch bytes of their own: one linear part for all, mapping the
+        threads that make them apart by at least the footprint of one
+        thread's accesses."""
         if not parts:
             return True
-        if any(k.startswith("iv:") for lin, _ in parts for k in lin):
+        if any(k.startswith("iv:") for lin, _, _ in parts for k in lin):
             return False  # a loop walks a range, owned by no one thread
         key = {k: v for k, v in parts[0][0].items() if k}
-        for lin, _ in parts:
+        for lin, _, _ in parts:
             if {k: v for k, v in lin.items() if k} != key:
                 return False
-        lo = min(lin.get("", 0) for lin, _ in parts)
-        hi = max(lin.get("", 0) + size for lin, size in parts)
+        lo = min(lin.get("", 0) for lin, _, _ in parts)
+        hi = max(lin.get("", 0) + size for lin, size, _ in parts)
         width = hi - lo
         g = self.geom
         dims = []
         for d, axis in enumerate("xyz"):
-            for var, extent in ((axis, g.group[d]), ("t" + axis, g.ngroups[d])):
+            t = "t" + axis
+            a = key.get(axis, 0)
+            if a and key.get(t, 0) == a * g.group[d]:
+                # Linear in the global position: one dimension, as long as
+                # the threads that pass every part's guards can reach.
+                extent = max(self._global_extent(d, known) for _, _, known in parts)
+                if extent > 1:
+                    dims.append((abs(a), extent))
+                continue
+            for var, extent in ((axis, g.group[d]), (t, g.ngroups[d])):
                 if extent > 1:
                     dims.append((abs(key.get(var, 0)), extent))
         span = width
@@ -454,3 +519,16 @@ class Evaluator:
                 return False
             span += coef * (extent - 1)
         return True
+
+    def _global_extent(self, d: int, known: list) -> int:
+        """How many global positions along dimension d the threads that pass
+        one part's guards can have: the grid's, or fewer when a guard bounds
+        b * position from above (b > 0)."""
+        g = self.geom
+        axis, t = "xyz"[d], "t" + "xyz"[d]
+        extent = g.grid[d]
+        for form, _, f_hi in known:
+            b = form.get(axis, 0)
+            if b > 0 and set(form) <= {axis, t} and (form.get(t, 0) == b * g.group[d] or g.ngroups[d] == 1):
+                extent = min(extent, max(0, math.floor(f_hi / b) + 1))
+        return extent

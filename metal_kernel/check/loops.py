@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import re
 
+from .cfg import Blocks
+
 _LOCAL = r"%[-\w.$]+"
-_LABEL = re.compile(r"^([-\w.$]+):")
 _BR = re.compile(rf"^\s*br i1 ({_LOCAL}), label ({_LOCAL}), label ({_LOCAL})")
-_DEF = re.compile(rf"^\s*({_LOCAL}) = ")
 _ADD = re.compile(rf"^add (?:(?:nuw|nsw) )*(i\d+) ({_LOCAL}|-?\d+), ({_LOCAL}|-?\d+)$")
 _ICMP = re.compile(rf"^icmp (?:samesign )?(\w+) (i\d+) ({_LOCAL}|-?\d+), ({_LOCAL}|-?\d+)$")
 _INCOMING = re.compile(rf"\[\s*([^,\]]+?),\s*({_LOCAL})\s*\]")
@@ -37,26 +37,6 @@ _INVERSE = {"eq": "ne", "ne": "eq", "ult": "uge", "uge": "ult", "ugt": "ule", "u
             "slt": "sge", "sge": "slt", "sgt": "sle", "sle": "sgt"}
 _SWAPPED = {"eq": "eq", "ne": "ne", "ult": "ugt", "ugt": "ult", "ule": "uge", "uge": "ule",
             "slt": "sgt", "sgt": "slt", "sle": "sge", "sge": "sle"}
-
-
-class Blocks:
-    """Which block defines each value, and each block's terminator."""
-
-    def __init__(self, lines: list[str]):
-        self.block_of: dict[str, str] = {}
-        self.terminator: dict[str, str] = {}
-        current = ""
-        for ln in lines[1:]:
-            m = _LABEL.match(ln)
-            if m:
-                current = "%" + m.group(1)
-                continue
-            d = _DEF.match(ln)
-            if d:
-                self.block_of[d.group(1)] = current
-            s = ln.strip()
-            if s.startswith(("br ", "switch ", "ret ", "unreachable", "indirectbr ")):
-                self.terminator[current] = s
 
 
 def _clean(d: str) -> str:

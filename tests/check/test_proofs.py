@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import metal_kernel
-from metal_kernel.check.loops import Blocks, counted_loop
+from metal_kernel.check.cfg import Blocks
+from metal_kernel.check.loops import counted_loop
 
 LOOPS = """#include <metal_stdlib>
 using namespace metal;
@@ -39,6 +40,24 @@ kernel void triangle(device float* out, device const float* x, constant uint& n,
   for (uint r = 0; r < n; r++)
     for (uint k = r; k < n; k++) s += x[r * n + k];
   out[i] = s + i;
+}
+kernel void guarded(device float* y, device const float* x, constant uint& n,
+                    uint i [[thread_position_in_grid]]) {
+  if (i < n) y[i] = 2 * x[i];
+}
+kernel void guarded_off_by_one(device float* y, device const float* x, constant uint& n,
+                               uint i [[thread_position_in_grid]]) {
+  if (i <= n) y[i] = 2 * x[i];
+}
+kernel void early_return_2d(device float* y, constant uint& rows, constant uint& cols,
+                            uint2 p [[thread_position_in_grid]]) {
+  if (p.y >= rows || p.x >= cols) return;
+  y[p.y * cols + p.x] = p.y * 1000 + p.x;
+}
+kernel void guard_on_the_wrong_axis(device float* y, constant uint& rows, constant uint& cols,
+                                    uint2 p [[thread_position_in_grid]]) {
+  if (p.y >= rows || p.y >= cols) return;
+  y[p.y * cols + p.x] = p.y * 1000 + p.x;
 }
 kernel void grid_stride(device float* y, device const float* x, constant uint& n,
                         uint i [[thread_position_in_grid]], uint threads [[threads_per_grid]]) {
@@ -109,6 +128,45 @@ def test_a_loop_that_walks_a_range_proves_bounds_but_not_ownership(lib):
     torch.testing.assert_close(y, 2 * x)
 
 
+def _u32(v: int) -> torch.Tensor:
+    return torch.tensor([v], dtype=torch.int32)
+
+
+def test_a_store_guarded_by_its_bound_is_proven_on_a_rounded_up_grid(lib):
+    n = 100
+    x, y = torch.rand(n), torch.full((n,), float("nan"))
+    with metal_kernel.check() as report:
+        lib.guarded(y, x, _u32(n), threads=128, group_size=32)
+    assert report.ok and report.proven == 1, str(report)
+    torch.testing.assert_close(y, 2 * x)
+
+
+def test_a_guard_one_past_the_bound_is_not_proven_and_is_found(lib):
+    n = 100
+    x, y = torch.rand(n), torch.full((n,), float("nan"))
+    with metal_kernel.check() as report:
+        lib.guarded_off_by_one(y, x, _u32(n), threads=128, group_size=32)
+    assert report.proven == 0
+    assert {(f.kind, f.offset) for f in report.findings} == {("oob", 400)}
+    assert {f.buffer[1] for f in report.findings} == {"x", "y"}
+
+
+def test_an_early_return_on_both_axes_is_proven_and_one_on_the_wrong_axis_is_not(lib):
+    rows, cols = 10, 13
+    y = torch.full((rows * cols,), float("nan"))
+    with metal_kernel.check() as report:
+        lib.early_return_2d(y, _u32(rows), _u32(cols), threads=(16, 12), group_size=(8, 4))
+    assert report.ok and report.proven == 1, str(report)
+    r, c = torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij")
+    assert torch.equal(y.view(rows, cols), (r * 1000 + c).float())
+    y = torch.full((rows * cols,), float("nan"))
+    with metal_kernel.check() as report:
+        lib.guard_on_the_wrong_axis(y, _u32(rows), _u32(cols), threads=(16, 12), group_size=(8, 4))
+    # threads past the last column write the next row's first elements (a
+    # race with their owners) and, in the last row, past the end
+    assert report.proven == 0 and {f.kind for f in report.findings} == {"oob", "race"}
+
+
 def test_an_empty_loop_is_not_a_proof_and_still_runs(lib):
     M, K, N = 4, 0, 8
     c, report = _mm(lib, torch.rand(1), torch.rand(1), M, K, N)
@@ -177,5 +235,58 @@ def test_a_counter_that_could_wrap_gives_no_interval():
     assert ev.linear(add_iv := {("iv:0",): 4, ("x",): 1}) == {"iv:0": 4, "x": 1}
     assert ev.extremes(ev.linear(add_iv)) == (0, 4 * 99 + 31)  # x: the position in the group
     assert ev.linear({("iv:0", "x"): 1}) is None  # a product with a thread variable is not linear
-    assert not ev.exclusive([(ev.linear(sym("iv:0")), 4)])
+    assert not ev.exclusive([(ev.linear(sym("iv:0")), 4, [])])
     assert to_json(sym("iv:0")) == [[["iv:0"], 1]]
+
+
+def _function(body: list[str]) -> tuple[dict, list[str]]:
+    lines = ["define void @f(i32 %x, i32 %y, i32 %n, i32 %m) {", *body, "}"]
+    defs = {}
+    for ln in lines:
+        s = ln.strip()
+        if s.startswith("%") and " = " in s:
+            k, v = s.split(" = ", 1)
+            defs[k] = v
+    return defs, lines
+
+
+def test_guards_are_the_conditions_of_edges_that_dominate_the_block():
+    from metal_kernel.check.guards import Guards
+
+    defs, lines = _function([
+        "  %a = icmp ult i32 %x, %n",
+        "  %b = icmp sgt i32 %m, %y",
+        "  %c = select i1 %a, i1 %b, i1 false",
+        "  br i1 %c, label %then, label %join",
+        "then:",
+        "  %d = icmp uge i32 %x, 7",
+        "  %e = xor i1 %d, true",
+        "  br i1 %e, label %inner, label %join",
+        "inner:",
+        "  br label %join",
+        "join:",
+        "  ret void",
+    ])
+    g = Guards(Blocks(lines), defs)
+    assert g.at("%then") == [("%x", "ult", "%n", 32), ("%y", "slt", "%m", 32)]
+    assert sorted(g.at("%inner")) == sorted([("%x", "ult", "%n", 32), ("%y", "slt", "%m", 32),
+                                             ("%x", "ult", "7", 32)])
+    assert g.at("%join") == []  # reached from both sides of every branch
+
+
+def test_a_disjunction_guards_only_its_false_edge():
+    from metal_kernel.check.guards import Guards
+
+    defs, lines = _function([
+        "  %a = icmp uge i32 %x, %n",
+        "  %b = icmp uge i32 %y, %m",
+        "  %c = or i1 %a, %b",
+        "  br i1 %c, label %out, label %body",
+        "body:",
+        "  ret void",
+        "out:",
+        "  ret void",
+    ])
+    g = Guards(Blocks(lines), defs)
+    assert g.at("%body") == [("%x", "ult", "%n", 32), ("%y", "ult", "%m", 32)]
+    assert g.at("%out") == []  # `a || b` says neither alone
