@@ -18,19 +18,21 @@ from pathlib import Path
 
 from torchgen.model import SchemaKind
 
-from . import dtypes as dt
-from . import opinfo
-from .custom_metal import plan_kernel_file
-from .dispatch_edit import RowAction, plan_add as plan_dispatch
+from .edit.dispatch import RowAction, plan_add as plan_dispatch
+from .edit.fileops import FileChange
+from .edit.kernel_file import plan_kernel_file
+from .edit.metal import plan_metal
+from .edit.mm import plan_recipe_host, plan_stub_host
+from .edit.testlist import plan_removal
 from .errors import AtenError
-from .fileops import FileChange
-from .host_gen import plan_recipe_host, plan_stub_host
-from .metal_gen import KernelSpec, functor_from_expr, functor_from_file, plan_metal
+from .generate.functor import KernelSpec, functor_from_expr, functor_from_file
+from .model import dtypes as dt
+from .model import opinfo
+from .model.common_mps import CommonMps
+from .model.native_functions import NativeFunctions
+from .model.stubs import find_stubs, stub_for
+from .model.tree import PyTorchTree
 from .recipes import RECIPES, recipe_for
-from .stubs import find_stubs, stub_for
-from .testlist import CommonMps
-from .tree import PyTorchTree
-from .yaml_model import NativeFunctions
 
 
 @dataclass
@@ -130,7 +132,7 @@ def plan(tree: PyTorchTree, op: str, functor_file: Path | None = None,
         changes.append(plan_stub_host(tree.operations_dir, tree.native_dir, stub, kernel))
     common = CommonMps.load(tree.common_mps)
     keys = {i.name + i.variant_test_name for i in infos}
-    removal, hits = common.removal(keys)
+    removal, hits = plan_removal(common, keys)
     changes.append(removal)
     return AddPlan(
         op=op, kernel=kernel, arity=arity, stub=stub.name if tensor_iterator else None,

@@ -15,8 +15,8 @@ from pathlib import Path
 import click
 
 from .errors import EXIT_USER_ERROR, AtenError
-from .fileops import apply_changes
-from .tree import PyTorchTree
+from .edit.fileops import apply_changes
+from .model.tree import PyTorchTree
 
 
 def _user_errors(fn):

@@ -15,11 +15,11 @@ from torchgen.model import DispatchKey
 
 import metal_kernel
 from aten_tree import FIXTURES, TAKE, TAKE_NO_WRAP, TORCH, snapshot
-from metal_kernel.aten import take_host
+from metal_kernel.aten.recipes import take as take_host
 from metal_kernel.aten.cli import aten
-from metal_kernel.aten.mps_stream import MpsStream, error_messages_layout
-from metal_kernel.aten.tree import PyTorchTree
-from metal_kernel.aten.yaml_model import NativeFunctions
+from metal_kernel.aten.twin.mps_stream import MpsStream, error_messages_layout
+from metal_kernel.aten.model.tree import PyTorchTree
+from metal_kernel.aten.model.native_functions import NativeFunctions
 
 YAML = "aten/src/ATen/native/native_functions.yaml"
 METAL = "aten/src/ATen/native/mps/kernels/Take.metal"

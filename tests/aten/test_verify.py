@@ -6,7 +6,7 @@ from click.testing import CliRunner
 
 import metal_kernel
 from metal_kernel.aten.cli import aten
-from metal_kernel.aten.tree import PyTorchTree
+from metal_kernel.aten.model.tree import PyTorchTree
 from aten_tree import FUNCTORS
 
 pytestmark = pytest.mark.skipif(

@@ -23,7 +23,7 @@ from torchgen.gen import (
 )
 from torchgen.model import DispatchKey, NativeFunction, OperatorName
 
-from .errors import AtenError
+from ..errors import AtenError
 
 _ENTRY_START = re.compile(r"^- func:")
 _DISPATCH_HEADER = re.compile(r"^(?P<indent>\s+)dispatch:\s*(#.*)?$")

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from torchgen.model import DispatchKey
 
-from .errors import AtenError
+from ..errors import AtenError
+from ..model.native_functions import DispatchRow, Entry, NativeFunctions
 from .fileops import FileChange, edit_lines
-from .yaml_model import DispatchRow, Entry, NativeFunctions
 
 # Keys after which MPS is placed on a shared line, in order of preference.
 MPS_AFTER = ("CUDA", "CPU")

@@ -24,11 +24,11 @@ from types import SimpleNamespace
 
 import torch
 
-from .aten_host import assert_no_internal_overlap, assert_no_overlap, resize_output
-from .dtypes import METAL_TYPE, SCALAR_TYPE_NAME
+from ..model.dtypes import METAL_TYPE, SCALAR_TYPE_NAME
+from ..twin.aten_host import assert_no_internal_overlap, assert_no_overlap, resize_output
+from ..twin.mps_host import MpsHost
+from ..twin.mps_stream import MpsStream
 from .host_table import Check, Expr, Text, cpp_args
-from .mps_host import MpsHost
-from .mps_stream import MpsStream
 
 
 def _scalar_type(name: str) -> Expr:

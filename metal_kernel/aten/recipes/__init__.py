@@ -1,4 +1,4 @@
-"""Non-TensorIterator ops `aten add --kernel` knows: one recipe per op.
+"""Non-TensorIterator ops `aten add --kernel` knows: one recipe per op (take).
 
 A recipe names the op's files (kernels/<stem>.metal, operations/<stem>.mm), the
 instantiation macro its kernel file defines, the host functions (rendered from the
@@ -12,8 +12,9 @@ from typing import Callable
 
 import torch
 
-from . import take_cases, take_host
-from .dtypes import METAL_TYPE
+from ..model.dtypes import METAL_TYPE
+from . import take as take_host
+from . import take_cases
 
 METAL_HEADER = """\
 #include <c10/metal/error.h>

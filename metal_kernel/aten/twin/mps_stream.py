@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from .errors import AtenError
+from ..errors import AtenError
 
 _C_TYPES = {"char": ctypes.c_char, "unsigned int": ctypes.c_uint, "uint": ctypes.c_uint,
             "int": ctypes.c_int}

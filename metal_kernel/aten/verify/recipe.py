@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import torch
 
-from . import dtypes as dt
-from . import opinfo
-from .errors import AtenError
-from .mps_stream import MpsStream, error_messages_layout
-from .recipes import Recipe
-from .tree import PyTorchTree
-from .verify import DtypeResult, VerifyReport, compile_kernel_file, max_error
+from ..errors import AtenError
+from ..model import dtypes as dt
+from ..model import opinfo
+from ..model.tree import PyTorchTree
+from ..recipes import Recipe
+from .compile import compile_kernel_file
+from ..twin.mps_stream import MpsStream, error_messages_layout
+from .report import DtypeResult, VerifyReport, max_error
 
 
 def _attempt(fn):

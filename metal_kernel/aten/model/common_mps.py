@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from .errors import AtenError
-from .fileops import FileChange
+from ..errors import AtenError
 
 LIST_MARKERS = ("XFAILLIST", "SKIPLIST")
 
@@ -81,22 +80,6 @@ class CommonMps:
     def lookup(self, keys) -> list[ListEntry]:
         keys = set(keys)
         return [e for e in self.entries if e.key in keys]
-
-    def removal(self, keys) -> tuple[FileChange, list[ListEntry]]:
-        """Delete the lines of every entry whose key is in `keys`."""
-        hits = self.lookup(keys)
-        lines = self.text.splitlines(keepends=True)
-        drop = set()
-        for e in hits:
-            first = lines[e.start - 1]
-            last = lines[e.end - 1]
-            # Only whole-line entries are removed (the file's formatting style).
-            if not first.lstrip().startswith(("'", '"')) or not last.rstrip().endswith(","):
-                raise AtenError(f"entry '{e.key}' shares its line with other code; edit it by hand",
-                                self.path, e.start)
-            drop.update(range(e.start - 1, e.end))
-        new = "".join(line for i, line in enumerate(lines) if i not in drop)
-        return FileChange(self.path, self.text, new), hits
 
 
 def opinfo_key_to_aten(key: str) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .dtypes import METAL_TYPE, SCALAR_TYPE
+from ..model.dtypes import METAL_TYPE, SCALAR_TYPE
 from .tensor_iter import TensorIter
 
 ILP_PER_THREAD = 4

@@ -1,11 +1,10 @@
-"""Metal side of `aten add`: a functor plus REGISTER_* instantiations per dtype.
+"""The Metal text of `aten add`: a functor and its REGISTER_* instantiations per dtype.
 
 The functor comes from the user (`--functor FILE` holding `struct <name>_functor`,
 plus any helpers it needs) or from a one-expression template (`--expr`). One
 `REGISTER_<ARITY>_OP(name, in, out)` line per dtype the op supports, with `out`
 the dtype the CPU op returns for that input (int -> float ops instantiate
-`(long, float)` etc.). Existing functors and registrations are left alone, so a
-second run changes nothing.
+`(long, float)` etc.). Where the text lands in the kernels file is edit/metal.py's job.
 """
 
 from __future__ import annotations
@@ -16,24 +15,9 @@ from pathlib import Path
 
 import torch
 
-from . import dtypes as dt
-from .errors import AtenError
-from .fileops import FileChange, read_or_none
-
-# Arity -> (kernel file, registration macro, expression variables).
-ARITY = {
-    "unary": ("UnaryKernel.metal", "REGISTER_UNARY_OP", ("x",)),
-    "binary": ("BinaryKernel.metal", "REGISTER_BINARY_OP", ("a", "b")),
-}
-
-HEADER = """\
-#include <c10/metal/indexing.h>
-#include <c10/metal/special_math.h>
-#include <c10/metal/utils.h>
-#include <metal_stdlib>
-using namespace metal;
-using namespace c10::metal;
-"""
+from ..errors import AtenError
+from ..model import dtypes as dt
+from ..model.arity import ARITY
 
 
 def functor_struct_re(name: str) -> re.Pattern:
@@ -48,7 +32,7 @@ class KernelSpec:
 
     @property
     def registrations(self) -> list[str]:
-        macro = ARITY[self.arity][1]
+        macro = ARITY[self.arity].register_macro
         return [f"{macro}({self.name}, {dt.METAL_TYPE[i]}, {dt.METAL_TYPE[o]});"
                 for i, o in self.out_dtype.items()]
 
@@ -82,7 +66,7 @@ def _integral_result(spec: KernelSpec) -> str | None:
 def functor_from_expr(spec: KernelSpec, expr: str) -> str:
     if any(d.is_complex for d in spec.out_dtype):
         raise AtenError(f"--expr cannot express complex overloads of '{spec.name}'; use --functor")
-    names = ARITY[spec.arity][2]
+    names = ARITY[spec.arity].variables
     params = ", ".join(f"const T {n}" for n in names)
     lines = [f"struct {spec.name}_functor {{"]
     if any(d.is_floating_point for d in spec.out_dtype):
@@ -111,21 +95,3 @@ def functor_from_expr(spec: KernelSpec, expr: str) -> str:
         ]
     lines.append("};")
     return "\n".join(lines) + "\n"
-
-
-def plan_metal(kernels_dir: Path, spec: KernelSpec, functor_source: str) -> FileChange:
-    path = Path(kernels_dir) / ARITY[spec.arity][0]
-    old = read_or_none(path)
-    text = old if old is not None else HEADER
-    blocks = []
-    if not functor_struct_re(spec.name).search(text):
-        blocks.append(functor_source.rstrip("\n"))
-    present = set(re.findall(r"REGISTER_\w+_OP\([^;]*\);", re.sub(r"\s+", " ", text)))
-    present = {re.sub(r"\s+", "", p) for p in present}
-    missing = [r for r in spec.registrations if re.sub(r"\s+", "", r) not in present]
-    if missing:
-        blocks.append("\n".join(missing))
-    if not blocks:
-        return FileChange(path, old, text)
-    new = text.rstrip("\n") + "\n\n" + "\n\n".join(blocks) + "\n"
-    return FileChange(path, old, new)

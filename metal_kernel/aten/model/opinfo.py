@@ -10,8 +10,8 @@ from functools import lru_cache
 
 import torch
 
+from ..errors import AtenError
 from . import dtypes as dt
-from .errors import AtenError
 
 
 @lru_cache(maxsize=1)

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import AtenError
+from ..errors import AtenError
 
 # Role -> path relative to the checkout root. One table, no scattered literals.
 CHECKOUT_LAYOUT = {

@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import dtypes as dt
-from .errors import AtenError
+from ..errors import AtenError
+from ..model import dtypes as dt
+from ..recipes import METAL_HEADER, Recipe
 from .fileops import FileChange, read_or_none
-from .recipes import METAL_HEADER, Recipe
 
 
 def _read_kernel(path: Path) -> str:
