@@ -19,6 +19,7 @@ class FileChange:
     path: Path
     old: str | None  # None: the file is created
     new: str
+    replaces: bool = False  # swaps an implementation already there for another (needs --force)
 
     @property
     def changed(self) -> bool:

@@ -1,9 +1,9 @@
 """Put host code into aten/src/ATen/native/mps/operations/*.mm, surgically.
 
-- TensorIterator ops: the `<name>_mps_kernel` function before the file's
-  REGISTER_DISPATCH block, its REGISTER_DISPATCH line after that block, and the
-  stub's header include after the other `ATen/native` includes; a missing file is
-  created with PyTorch's boilerplate.
+- TensorIterator ops: the file's per-name dispatch macro line, or a
+  `<name>_mps_kernel` function after the other host functions and its
+  REGISTER_DISPATCH line after the others, plus the stub's header include after the
+  other `ATen/native` includes; a missing file is created with PyTorch's boilerplate.
 - Recipe ops: a missing `<Stem>.mm` is created whole; an existing one defining
   neither host function gets both before its closing namespace brace; one defining
   both is left alone.
@@ -21,31 +21,88 @@ from ..model.stubs import Stub
 from .fileops import FileChange, edit_lines, read_or_none
 
 
+_FUNCTION = re.compile(r"^static void (?P<name>\w+)\(TensorIteratorBase& iter[^)]*\)\s*\{")
+_REGISTER = re.compile(r"^REGISTER_DISPATCH\(\s*(?P<stub>\w+)\s*,\s*&?(?P<fn>\w+)\s*\);?\s*$")
+
+
+def _functions(lines: list[str]) -> dict[str, tuple[int, int]]:
+    """Host functions `static void f(TensorIteratorBase& iter...) {` -> (first, last) line."""
+    found = {}
+    for i, line in enumerate(lines):
+        m = _FUNCTION.match(line)
+        if m:
+            end = next((k for k in range(i, len(lines)) if lines[k].rstrip() == "}"), i)
+            found[m["name"]] = (i, end)
+    return found
+
+
+def _dispatch_macro(text: str, method: str) -> str | None:
+    """The file's `#define X(NAME)` defining NAME##_kernel_mps with `lib.<method>(iter, #NAME)`
+    and `REGISTER_DISPATCH(NAME##_stub, ...)` (UnaryKernel.mm's REGISTER_UNARY_TI_DISPATCH)."""
+    for m in re.finditer(r"#define (\w+)\(NAME\)((?:.*\\\n)*.*)", text):
+        body = m[2]
+        if f"{method}(iter, #NAME)" in body and "REGISTER_DISPATCH(NAME##_stub" in body:
+            return m[1]
+    return None
+
+
 def plan_stub_host(operations_dir: Path, native_dir: Path, stub: Stub, kernel: str) -> FileChange:
-    path = Path(operations_dir) / f"{ARITY[stub.arity].host_stem}.mm"
+    """The stub's host function and REGISTER_DISPATCH, in the file's own style.
+
+    A stub named after its kernel in a file with a per-name dispatch macro gets one
+    `MACRO(kernel);` line after the others; otherwise a `<kernel>_mps_kernel` function
+    after the file's last host function and a REGISTER_DISPATCH line after the last
+    registration. A stub already registered to other code is a different
+    implementation: the change replaces it and is marked `replaces`.
+    """
+    arity = ARITY[stub.arity]
+    path = Path(operations_dir) / f"{arity.host_stem}.mm"
     old = read_or_none(path)
     if old is None:
         return FileChange(path, None, host.new_stub_file(stub, kernel, native_dir))
-    fn_name = host.stub_function_name(kernel)
-    include = host.stub_header_include(stub, native_dir)
     lines = old.splitlines()
+    functions = _functions(lines)
+    macro = _dispatch_macro(old, arity.exec_method) if stub.name == f"{kernel}_stub" else None
+    by_macro = {i for i, l in enumerate(lines) if macro and re.match(rf"^{macro}\(\w+\);", l)}
+    registered = {i: m for i, l in enumerate(lines) if (m := _REGISTER.match(l))}
+    registration_lines = sorted(by_macro | set(registered))
+    if macro and any(lines[i].startswith(f"{macro}({kernel});") for i in by_macro):
+        return FileChange(path, old, old)
+    fn_name = host.stub_function_name(kernel)
+    semicolon = sum(lines[i].rstrip().endswith(";") for i in registered) > len(registered) / 2
+    register_line = host.register_dispatch(stub, kernel) + (";" if semicolon else "")
+    wanted = [*host.stub_function(stub, kernel)]
+    mine = [i for i, m in registered.items() if m["stub"] == stub.name]
+    replace: dict[int, str] = {}
+    delete: set[int] = set()
     inserts: dict[int, list[str]] = {}
-    has_fn = re.search(rf"\b{fn_name}\s*\(", old) is not None
-    has_reg = re.search(rf"REGISTER_DISPATCH\(\s*{stub.name}\s*,", old) is not None
-    registers = [i for i, l in enumerate(lines) if l.startswith("REGISTER_DISPATCH(")]
-    closing = next((i for i in range(len(lines) - 1, -1, -1)
-                    if lines[i].startswith("} // namespace at::native")), len(lines) - 1)
-    if include not in old:
+    replaces = False
+    if mine:
+        current_fn = registered[mine[0]]["fn"]
+        if current_fn != fn_name or fn_name not in functions:
+            replace[mine[0]] = register_line
+            replaces = True
+        delete.update(mine[1:])
+    if fn_name in functions:
+        first, last = functions[fn_name]
+        if [l.rstrip() for l in lines[first:last + 1]] != wanted:
+            replaces = True
+            delete.update(range(first, last + 1))
+            inserts.setdefault(first - 1, []).extend(wanted)
+    else:
+        ends = [last for _, last in functions.values()]
+        at = max(ends) if ends else (registration_lines[0] - 1 if registration_lines else len(lines) - 2)
+        inserts.setdefault(at, []).extend(["", *wanted] if ends else [*wanted, ""])
+    if not mine:
+        line = f"{macro}({kernel});" if macro else register_line
+        at = registration_lines[-1] if registration_lines else len(lines) - 2
+        inserts.setdefault(at, []).append(line)
+    include = host.stub_header_include(stub, native_dir)
+    if include not in old and not macro:
         includes = [i for i, l in enumerate(lines) if l.startswith("#include <ATen/native/")]
         inserts.setdefault(includes[-1] if includes else 0, []).append(include)
-    if not has_fn:
-        # Define the kernel before the registration block (or the namespace end).
-        at = (registers[0] if registers else closing) - 1
-        inserts.setdefault(at, []).extend([*host.stub_function(stub, kernel), ""])
-    if not has_reg:
-        at = registers[-1] if registers else closing - 1
-        inserts.setdefault(at, []).append(host.register_dispatch(stub, kernel))
-    return FileChange(path, old, edit_lines(old, insert_after=inserts))
+    new = edit_lines(old, replace=replace, insert_after=inserts, delete=delete)
+    return FileChange(path, old, new, replaces=replaces)
 
 
 def plan_recipe_host(operations_dir: Path, recipe, out_fn: tuple, functional_fn: tuple) -> FileChange:

@@ -1,10 +1,10 @@
 """The Metal text of `aten add`: a functor and its REGISTER_* instantiations per dtype.
 
 The functor comes from the user (`--functor FILE` holding `struct <name>_functor`,
-plus any helpers it needs) or from a one-expression template (`--expr`). One
-`REGISTER_<ARITY>_OP(name, in, out)` line per dtype the op supports, with `out`
-the dtype the CPU op returns for that input (int -> float ops instantiate
-`(long, float)` etc.). Where the text lands in the kernels file is edit/metal.py's job.
+plus any helpers it needs) or from a one-expression template (`--expr`). Each dtype
+the op supports is instantiated for the dtype the CPU op returns for it (int -> float
+ops instantiate `(long, float)` etc.), with the kernels file's own registration
+macros where they fit. Where the text lands in the file is edit/metal.py's job.
 """
 
 from __future__ import annotations
@@ -31,10 +31,32 @@ class KernelSpec:
     out_dtype: dict  # input dtype -> output dtype
 
     @property
-    def registrations(self) -> list[str]:
-        macro = ARITY[self.arity].register_macro
-        return [f"{macro}({self.name}, {dt.METAL_TYPE[i]}, {dt.METAL_TYPE[o]});"
-                for i, o in self.out_dtype.items()]
+    def pairs(self) -> set[tuple[str, str]]:
+        """(input, output) Metal type names, as REGISTER_*(name, in, out) takes them."""
+        return {(dt.METAL_TYPE[i], dt.METAL_TYPE[o]) for i, o in self.out_dtype.items()}
+
+
+def registration_statements(spec: KernelSpec, per_name_macros: list[tuple[str, set]]) -> list[str]:
+    """The REGISTER_* statements instantiating `spec`, in the file's own style.
+
+    `per_name_macros` are the file's one-parameter macros (REGISTER_FLOAT_BINARY_OP(NAME)
+    and the like) with the (in, out) pairs each instantiates. Macros whose pairs the op
+    needs, and no other, are used, largest first and without overlap, as a PyTorch
+    author writes `REGISTER_FLOAT_BINARY_OP(op); REGISTER_INT2FLOAT_BINARY_OP(op);`;
+    what they leave is one `REGISTER_<ARITY>_OP(op, in, out);` line per dtype.
+    """
+    needed = spec.pairs
+    chosen, covered = [], set()
+    for name, pairs in sorted(per_name_macros, key=lambda m: -len(m[1])):
+        if pairs <= needed and not pairs & covered:
+            chosen.append((name, pairs))
+            covered |= pairs
+    rank = {dt.METAL_TYPE[d]: n for n, d in enumerate(dt.ORDER)}
+    chosen.sort(key=lambda m: min(rank.get(i, 99) for i, _ in m[1]))
+    macro = ARITY[spec.arity].register_macro
+    rest = sorted(needed - covered, key=lambda p: rank.get(p[0], 99))
+    return ([f"{name}({spec.name});" for name, _ in chosen]
+            + [f"{macro}({spec.name}, {i}, {o});" for i, o in rest])
 
 
 def functor_from_file(path: Path, candidates: list[str]) -> tuple[str, str]:

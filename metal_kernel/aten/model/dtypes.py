@@ -107,9 +107,21 @@ def short_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def test_mps_dtypes() -> list[torch.dtype]:
+    """The dtypes test_mps.py's TestConsistency runs (`MPS_DTYPES`): torch's
+    get_all_dtypes() without MPS_UNSUPPORTED_TYPES (float64, complex128). No
+    complex32 and no uint16/32/64: those are never compared with the CPU there."""
+    from torch.testing._internal.common_dtype import get_all_dtypes
+
+    return [d for d in get_all_dtypes() if d not in UNSUPPORTED_ON_MPS]
+
+
 def mps_dtypes(cpu_dtypes) -> list[torch.dtype]:
-    """dtypes to instantiate on MPS for an op with these CPU dtypes."""
-    chosen = {d for d in cpu_dtypes if d not in UNSUPPORTED_ON_MPS and d in METAL_TYPE}
+    """dtypes to instantiate on MPS for an op with these CPU dtypes: the ones test_mps
+    checks, plus half and bfloat16 for an op with float32 (PyTorch's REGISTER_FLOAT_*
+    convention; the CPU may lack them, test_mps then compares with float32 cast down)."""
+    tested = set(test_mps_dtypes())
+    chosen = {d for d in cpu_dtypes if d in tested and d in METAL_TYPE}
     if torch.float32 in chosen:
         chosen.update(MPS_LOW_PRECISION_FLOATS)
     return sort_dtypes(chosen)

@@ -75,3 +75,19 @@ def probe_result_dtype(fn, arity: int, dtype: torch.dtype) -> torch.dtype:
     if dtype in dt.MPS_LOW_PRECISION_FLOATS and out.dtype == torch.float32:
         return dtype
     return out.dtype
+
+
+def domain(infos) -> tuple:
+    """The op's OpInfo `domain` (low, high), ends exclusive; (None, None) when not given."""
+    for info in infos:
+        if getattr(info, "domain", None):
+            return tuple(info.domain)
+    return (None, None)
+
+
+def skips_large_values(infos) -> bool:
+    """Whether OpInfo skips the op's large-argument reference test (the CPU op is not
+    accurate there), e.g. special.airy_ai."""
+    return any(getattr(deco, "test_name", None) == "test_reference_numerics_large"
+               and getattr(deco, "device_type", None) in (None, "cpu")
+               for info in infos for deco in info.decorators)

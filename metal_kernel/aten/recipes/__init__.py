@@ -38,6 +38,7 @@ class Recipe:
     reference: Callable  # the CPU op: reference(*args, out=None)
     sample_cases: Callable
     error_cases: Callable
+    kernel_error_matches: Callable  # (case, cpu error, kernel-reported error) -> accepted?
     exact: bool = True  # a copy: compared bit for bit, not with test_mps tolerances
 
     def instantiations(self, dtypes) -> list[tuple[torch.dtype, torch.dtype]]:
@@ -61,7 +62,8 @@ RECIPES = {
         index_dtypes=take_host.INDEX_DTYPES, host_name=take_host.host_name,
         mm_includes=take_host.INCLUDES, render_functions=take_host.render_functions,
         twin=_TakeTwin, reference=torch.take,
-        sample_cases=take_cases.sample_cases, error_cases=take_cases.error_cases),
+        sample_cases=take_cases.sample_cases, error_cases=take_cases.error_cases,
+        kernel_error_matches=take_cases.kernel_error_matches),
 }
 
 

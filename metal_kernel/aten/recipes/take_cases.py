@@ -10,6 +10,7 @@ the twin, because their aliasing is the point.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import torch
@@ -47,6 +48,7 @@ def error_cases(dtype, infos):
     x = make_tensor((3, 3), dtype=dtype, device="cpu")
     yield Case("index past the end", (x, torch.tensor([0, 9, 1])))
     yield Case("index before the start", (x, torch.tensor([[4], [-10]])))
+    yield Case("indices past both ends", (x, torch.tensor([12, 0, -20])))
     yield Case("int32 index", (x, torch.tensor([0], dtype=torch.int32)))
     yield Case("empty self", (torch.empty(0, dtype=dtype), torch.tensor([0])))
     other = torch.int64 if dtype != torch.int64 else torch.float32
@@ -58,3 +60,20 @@ def error_cases(dtype, infos):
             s = error.sample_input
             if s.input.dtype == dtype:
                 yield Case(f"OpInfo error input {n}", (s.input, *s.args), s.kwargs.get("out"), shared=True)
+
+
+_OUT_OF_RANGE = re.compile(r"^out of range: tried to access index (-?\d+) on a tensor of (\d+) elements\.$")
+
+
+def kernel_error_matches(case: Case, cpu_err: Exception, kernel_err: Exception) -> bool:
+    """A kernel-reported error stands for the CPU's only where the CPU raised IndexError
+    for an out-of-range index, and the kernel names one of the case's out-of-range
+    indices in the CPU's words (threads race, so it may report another than the CPU's
+    first)."""
+    if not isinstance(cpu_err, IndexError) or not _OUT_OF_RANGE.match(str(cpu_err)):
+        return False
+    x, index = case.args[0], case.args[1]
+    n = x.numel()
+    bad = {int(i) for i in index.reshape(-1).tolist() if not -n <= i < n}
+    return str(kernel_err) in {f"out of range: tried to access index {i} on a tensor of {n} elements."
+                               for i in bad}

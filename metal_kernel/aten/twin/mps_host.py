@@ -66,9 +66,10 @@ class Launch:
 
 
 class MpsHost:
-    def __init__(self, lib, force: str | None = None):
+    def __init__(self, lib, force: str | None = None, runner=None):
         self.lib = lib
         self.force = force
+        self.runner = runner  # runner(kernel, args, threads, group_size); None: run it plainly
         self.launches: list[Launch] = []
 
     # --- MetalShaderLibrary helpers ----------------------------------------
@@ -90,16 +91,23 @@ class MpsHost:
     def _dispatch_1d(self, name: str, args: list, length: int) -> None:
         kernel = getattr(self.lib, name)
         group = max(1, min(length, self._max_threads(kernel)))
-        self.launches.append(Launch(name, [length], [group], args))
-        kernel(*args, threads=length, group_size=group)
+        self.launch(Launch(name, [length], [group], args))
 
     def _dispatch_2d(self, name: str, args: list, inner: int, outer: int) -> None:
         kernel = getattr(self.lib, name)
         max_threads = self._max_threads(kernel)
         tg_x = min(max_threads, inner)
         tg_y = min(max(outer, 1), max(max_threads // tg_x, 1))
-        self.launches.append(Launch(name, [inner, outer], [tg_x, tg_y], args))
-        kernel(*args, threads=[inner, outer], group_size=[tg_x, tg_y])
+        self.launch(Launch(name, [inner, outer], [tg_x, tg_y], args))
+
+    def launch(self, launch: Launch) -> None:
+        """The one place a kernel runs: every dispatch of the twin goes through here, so a
+        checker (metal_kernel.check(), issue 9) can wrap it, by subclassing or by `runner`."""
+        self.launches.append(launch)
+        kernel = getattr(self.lib, launch.kernel)
+        threads = launch.threads[0] if len(launch.threads) == 1 else launch.threads
+        group = launch.group_size[0] if len(launch.group_size) == 1 else launch.group_size
+        (self.runner or _run)(kernel, launch.args, threads, group)
 
     @staticmethod
     def _bind_iter_tensors(it: TensorIter) -> list:
@@ -231,6 +239,10 @@ class MpsHost:
                      _bytes([it.ndim, SCALAR_TYPE[inp.dtype], SCALAR_TYPE[other.dtype],
                              SCALAR_TYPE[out.dtype]], torch.int32)]
         self._dispatch_1d(kernel, args, threads)
+
+
+def _run(kernel, args, threads, group_size) -> None:
+    kernel(*args, threads=threads, group_size=group_size)
 
 
 def is_dense_broadcastable(src: torch.Tensor, into: torch.Tensor) -> bool:

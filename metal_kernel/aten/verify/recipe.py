@@ -7,8 +7,9 @@ every dtype the op is instantiated for, next to the CPU op:
 - both return: the results must match (bit for bit for copy ops such as take);
 - both raise: a host check must raise the CPU's exception type with the CPU's
   message; an error the kernel reported through the error buffer
-  (`torch.AcceleratorError`) stands for a data-dependent CPU error (an index out
-  of range, which the CPU raises as IndexError) and is listed in the report;
+  (`torch.AcceleratorError`) is accepted only where the CPU raised the matching
+  data-dependent error (for take: an IndexError naming one of the case's
+  out-of-range indices, `Recipe.kernel_error_matches`) and is listed in the report;
 - one raises and the other returns: failure.
 """
 
@@ -21,9 +22,13 @@ from ..model import dtypes as dt
 from ..model import opinfo
 from ..model.tree import PyTorchTree
 from ..recipes import Recipe
-from .compile import compile_kernel_file
 from ..twin.mps_stream import MpsStream, error_messages_layout
-from .report import DtypeResult, VerifyReport, max_error
+from .compare import max_error
+from .compile import compile_kernel_file
+from .report import DtypeResult, Failure, VerifyReport
+from .tolerance import Tolerance
+
+EXACT = Tolerance(0.0, 0.0, "exact: a copy is compared bit for bit")
 
 
 def _attempt(fn):
@@ -57,53 +62,62 @@ class RecipeVerifier:
             actual = _attempt(lambda: self.twin.out_variant(*case.args, out_twin))
         return expected, actual
 
-    def check(self, case, dtype, result: DtypeResult) -> None:
+    def check(self, case, result: DtypeResult) -> None:
         self.twin.launches.clear()
         (expected, cpu_err), (actual, twin_err) = self._run(case)
         result.cases += 1
+        result.saw(case.args)
         result.kernels.update(launch.kernel for launch in self.twin.launches)
         shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in case.args]
         where = f"{case.label} {shapes}"
         if cpu_err is not None and twin_err is not None:
             if isinstance(twin_err, torch.AcceleratorError):
-                result.kernel_errors.append(f"{case.label}: {twin_err}")
+                if self.recipe.kernel_error_matches(case, cpu_err, twin_err):
+                    result.kernel_errors.append(f"{case.label}: {twin_err}")
+                else:
+                    result.failures.append(Failure(where, f"the kernel reports {_describe(twin_err)}; "
+                                                          f"the CPU raises {_describe(cpu_err)}"))
             elif type(twin_err) is not type(cpu_err) or str(twin_err) != str(cpu_err):
-                result.failures.append(f"{where}: CPU raises {_describe(cpu_err)}; "
-                                       f"the MPS host raises {_describe(twin_err)}")
+                result.failures.append(Failure(where, f"CPU raises {_describe(cpu_err)}; "
+                                                      f"the MPS host raises {_describe(twin_err)}"))
         elif cpu_err is not None:
-            result.failures.append(f"{where}: CPU raises {_describe(cpu_err)}; the MPS host returns a result")
+            result.failures.append(Failure(where, f"CPU raises {_describe(cpu_err)}; the MPS host returns a result"))
         elif twin_err is not None:
-            result.failures.append(f"{where}: the MPS host raises {_describe(twin_err)}")
+            result.failures.append(Failure(where, f"the MPS host raises {_describe(twin_err)}"))
         else:
-            atol, rtol = (0, 0) if self.recipe.exact else dt.TOLERANCES.get(dtype, (None, None))
+            tol = result.tolerance
             result.max_error = max(result.max_error, max_error(actual, expected))
             try:
-                torch.testing.assert_close(actual, expected, atol=atol, rtol=rtol, equal_nan=True,
+                torch.testing.assert_close(actual, expected, atol=tol.atol, rtol=tol.rtol, equal_nan=True,
                                            check_stride=False)
             except AssertionError as err:
                 first = str(err).strip().splitlines()[0]
-                result.failures.append(f"{where} via {', '.join(sorted(result.kernels))}: {first}")
+                result.failures.append(Failure(f"{where} via {', '.join(sorted(result.kernels))}", first))
 
-    def run_dtype(self, infos, dtype) -> DtypeResult:
-        result = DtypeResult(dt.short_name(dtype))
+    def run_dtype(self, infos, dtype, math: str) -> DtypeResult:
+        result = DtypeResult(dtype, EXACT if self.recipe.exact else Tolerance(None, None, "assert_close defaults"),
+                             math)
         for info in infos:
             for sample in info.sample_inputs("cpu", dtype):
                 for case in self.recipe.sample_cases(sample, dtype):
-                    self.check(case, dtype, result)
+                    self.check(case, result)
         for case in self.recipe.error_cases(dtype, infos):
-            self.check(case, dtype, result)
+            self.check(case, result)
         return result
 
 
-def verify_recipe(tree: PyTorchTree, op: str, recipe: Recipe, dtypes=None) -> VerifyReport:
+def verify_recipe(tree: PyTorchTree, op: str, recipe: Recipe, dtypes=None, modes=("exact",)) -> VerifyReport:
     path = tree.kernels_dir / f"{recipe.stem}.metal"
     if not path.is_file():
         raise AtenError("kernel file missing: run `aten add` first", path)
-    lib = compile_kernel_file(path, tree)
-    stream = MpsStream(error_messages_layout(tree.c10_metal / "error.h"))
     infos = opinfo.opinfos_for(recipe.op)
     if not infos:
         raise AtenError(f"no OpInfo tests '{recipe.op}'", tree.native_functions)
-    verifier = RecipeVerifier(recipe, recipe.twin(lib, stream))
     chosen = dtypes or dt.mps_dtypes(opinfo.cpu_dtypes(infos))
-    return VerifyReport(op, recipe.op, [verifier.run_dtype(infos, d) for d in chosen], exact=recipe.exact)
+    results = []
+    for mode in modes:
+        lib = compile_kernel_file(path, tree, mode)
+        stream = MpsStream(error_messages_layout(tree.c10_metal / "error.h"))
+        verifier = RecipeVerifier(recipe, recipe.twin(lib, stream))
+        results += [verifier.run_dtype(infos, d, mode) for d in chosen]
+    return VerifyReport(op, recipe.op, results)
