@@ -180,15 +180,20 @@ def _recipe_host(tree, nf, recipe, family, actions) -> FileChange:
     return plan_recipe_host(tree.operations_dir, recipe, roles[SchemaKind.out], roles[SchemaKind.functional])
 
 
-def check_compiles(tree: PyTorchTree, plan: AddPlan) -> None:
-    """Compile the op's instantiations from the planned kernels file before anything is
-    written: a functor without an overload some dtype needs, or returning another type
-    than the CPU op, is a user error (KernelCompileError names the dtypes)."""
-    from .verify.compile import compile_op
+def check_compiles(tree: PyTorchTree, plan: AddPlan, dtypes=None) -> None:
+    """Before anything is written: the functor has the overload and result type every
+    instantiation needs (KernelCompileError names the dtypes), and the op's kernels --
+    for `dtypes` when given -- compile. The library lands in the runtime's cache, where
+    the verification after writing finds it."""
+    from .model.dtypes import METAL_TYPE
+    from .verify.compile import check_functor, compile_op
 
     change = plan.kernel_change
-    if change is not None and plan.arity is not None:
-        compile_op(tree, change.path, plan.kernel, plan.arity, text=change.new)
+    if change is None or plan.arity is None:
+        return
+    check_functor(tree, change.path, plan.kernel, plan.arity, change.new)
+    input_types = {METAL_TYPE[d] for d in dtypes if d in METAL_TYPE} if dtypes else None
+    compile_op(tree, change.path, plan.kernel, plan.arity, input_types, text=change.new)
 
 
 def render(tree: PyTorchTree, plan: AddPlan, written) -> str:

@@ -44,6 +44,8 @@ def _tree(root: str | None) -> PyTorchTree:
 pytorch_option = click.option("--pytorch", "root", type=click.Path(file_okay=False),
                               help="PyTorch checkout root")
 json_option = click.option("--json", "as_json", is_flag=True, help="machine-readable output (same exit codes)")
+dtype_option = click.option("--dtype", "dtypes", multiple=True,
+                            help="verify only these dtypes (torch names: float16, int64, ...); repeatable")
 math_option = click.option("--math", "math", type=click.Choice(["exact", "bounds", "both"]), default="both",
                            show_default=True,
                            help="runtime math for verification: exact, device-like ulp-bounded errors "
@@ -83,16 +85,18 @@ def coverage(root, as_json):
 @click.option("--dry-run", is_flag=True, help="print the unified diff, write nothing")
 @click.option("--verify/--no-verify", "do_verify", default=True,
               help="compile the op's kernels before writing and verify them after (needs the runtime)")
+@dtype_option
 @math_option
 @json_option
 @_user_errors
-def add(op, root, functor_file, expr, kernel_file, force, dry_run, do_verify, math, as_json):
+def add(op, root, functor_file, expr, kernel_file, force, dry_run, do_verify, dtypes, math, as_json):
     """Give OP a native Metal implementation in a PyTorch checkout."""
     from . import add as add_mod
     from .edit.fileops import apply_changes
     from .verify import runtime_available
 
     tree = PyTorchTree.from_root(root)
+    dtypes = _dtypes(dtypes)
     plan = add_mod.plan(tree, op, Path(functor_file) if functor_file else None, expr,
                         Path(kernel_file) if kernel_file else None, force=force)
     diff = "".join(c.diff(tree.relative(c.path)) for c in plan.pending)
@@ -101,13 +105,13 @@ def add(op, root, functor_file, expr, kernel_file, force, dry_run, do_verify, ma
         return
     verify = do_verify and plan.verifiable and runtime_available()
     if verify:
-        add_mod.check_compiles(tree, plan)
+        add_mod.check_compiles(tree, plan, dtypes)
     written = apply_changes(plan.pending)
     result = plan.to_json(tree)
     if not as_json:
         click.echo(add_mod.render(tree, plan, written))
     if verify:
-        result["verify"] = _run_verify(tree, op, None, math, as_json)
+        result["verify"] = _run_verify(tree, op, dtypes, math, as_json)
     elif do_verify and plan.verifiable:
         result["verify"] = {"skipped": "metal_kernel.compile_shader is not available"}
         if not as_json:
@@ -150,7 +154,7 @@ def migrate(op, root, dry_run, as_json):
 @aten.command()
 @click.argument("op")
 @click.option("--pytorch", "root", type=click.Path(file_okay=False), required=True)
-@click.option("--dtype", "dtypes", multiple=True, help="verify only these dtypes (e.g. float16); repeatable")
+@dtype_option
 @math_option
 @json_option
 @_user_errors

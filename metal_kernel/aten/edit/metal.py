@@ -51,16 +51,25 @@ def _norm(text: str) -> str:
 
 
 def _source_parts(source: str):
-    """(include lines, using lines, functor block text, body items) of a --functor source."""
-    items = split_items(source)
+    """(include lines, using lines, functor block text, its items) of a --functor source.
+
+    The block is the source without its #include and `using` lines (they go to the
+    file's header once); comments stay where they were, so the block splits into the
+    same items here as it does once written into the kernels file.
+    """
     lines = source.splitlines()
-    includes = [it.code_text.strip() for it in items if it.kind == "include"]
-    usings = [it.code_text.strip() for it in items if it.kind == "using"]
-    body = [it for it in items if it.kind not in ("include", "using")]
-    if not body:
-        return includes, usings, "", []
-    block = "\n".join(lines[body[0].first:body[-1].last + 1]).strip("\n")
-    return includes, usings, block, body
+    items = split_items(source)
+    header = [it for it in items if it.kind in ("include", "using")]
+    dropped = {n for it in header for n in range(it.code, it.last + 1)}
+    for n in sorted(dropped):  # and the blank lines right after them
+        k = n + 1
+        while k < len(lines) and not lines[k].strip():
+            dropped.add(k)
+            k += 1
+    block = "\n".join(line for n, line in enumerate(lines) if n not in dropped).strip("\n")
+    includes = [it.code_text.strip() for it in header if it.kind == "include"]
+    usings = [it.code_text.strip() for it in header if it.kind == "using"]
+    return includes, usings, block, split_items(block)
 
 
 def _matches(item: Item, new: Item) -> bool:
@@ -171,6 +180,8 @@ def plan_metal(kernels_dir: Path, c10_metal: Path, spec: KernelSpec, functor_sou
     text = old if old is not None else HEADER
     mf = MetalFile(text, c10_metal)
     includes, usings, block, body = _source_parts(functor_source)
+    if not body:
+        raise AtenError(f"the functor source for '{spec.name}' holds no definitions")
     per_name = [(m.name, {(l.args[1], l.args[2]) for l in leaves})
                 for m, leaves in mf.per_name_macros(ARITY[spec.arity].register_macro)]
     statements = registration_statements(spec, per_name)

@@ -66,16 +66,29 @@ def plan_stub_host(operations_dir: Path, native_dir: Path, stub: Stub, kernel: s
     by_macro = {i for i, l in enumerate(lines) if macro and re.match(rf"^{macro}\(\w+\);", l)}
     registered = {i: m for i, l in enumerate(lines) if (m := _REGISTER.match(l))}
     registration_lines = sorted(by_macro | set(registered))
-    if macro and any(lines[i].startswith(f"{macro}({kernel});") for i in by_macro):
-        return FileChange(path, old, old)
-    fn_name = host.stub_function_name(kernel)
-    semicolon = sum(lines[i].rstrip().endswith(";") for i in registered) > len(registered) / 2
-    register_line = host.register_dispatch(stub, kernel) + (";" if semicolon else "")
-    wanted = [*host.stub_function(stub, kernel)]
     mine = [i for i, m in registered.items() if m["stub"] == stub.name]
+    inserts: dict[int, list[str]] = {}
+    include = host.stub_header_include(stub, native_dir)
+    if include not in old:
+        includes = [i for i, l in enumerate(lines) if l.startswith("#include <ATen/native/")]
+        inserts.setdefault(includes[-1] if includes else 0, []).append(include)
+    if macro:
+        if any(lines[i].startswith(f"{macro}({kernel});") for i in by_macro):
+            return FileChange(path, old, old)
+        line = f"{macro}({kernel});"
+        if mine:  # registered to other code: that line becomes the macro's
+            new = edit_lines(old, replace={mine[0]: line}, insert_after=inserts, delete=set(mine[1:]))
+            return FileChange(path, old, new, replaces=True)
+        inserts.setdefault(registration_lines[-1] if registration_lines else len(lines) - 2, []).append(line)
+        return FileChange(path, old, edit_lines(old, insert_after=inserts))
+    fn_name = host.stub_function_name(kernel)
+    # The file's own spelling: `REGISTER_DISPATCH(s, &f)` or `(s, f)`, with or without `;`.
+    semicolon = sum(lines[i].rstrip().endswith(";") for i in registered) > len(registered) / 2
+    address = sum("&" in lines[i] for i in registered) >= len(registered) / 2
+    register_line = host.register_dispatch(stub, kernel, address) + (";" if semicolon else "")
+    wanted = [*host.stub_function(stub, kernel)]
     replace: dict[int, str] = {}
     delete: set[int] = set()
-    inserts: dict[int, list[str]] = {}
     replaces = False
     if mine:
         current_fn = registered[mine[0]]["fn"]
@@ -94,13 +107,8 @@ def plan_stub_host(operations_dir: Path, native_dir: Path, stub: Stub, kernel: s
         at = max(ends) if ends else (registration_lines[0] - 1 if registration_lines else len(lines) - 2)
         inserts.setdefault(at, []).extend(["", *wanted] if ends else [*wanted, ""])
     if not mine:
-        line = f"{macro}({kernel});" if macro else register_line
         at = registration_lines[-1] if registration_lines else len(lines) - 2
-        inserts.setdefault(at, []).append(line)
-    include = host.stub_header_include(stub, native_dir)
-    if include not in old and not macro:
-        includes = [i for i, l in enumerate(lines) if l.startswith("#include <ATen/native/")]
-        inserts.setdefault(includes[-1] if includes else 0, []).append(include)
+        inserts.setdefault(at, []).append(register_line)
     new = edit_lines(old, replace=replace, insert_after=inserts, delete=delete)
     return FileChange(path, old, new, replaces=replaces)
 

@@ -46,8 +46,8 @@ def stub_function(stub: Stub, kernel: str) -> list[str]:
     ]
 
 
-def register_dispatch(stub: Stub, kernel: str) -> str:
-    return f"REGISTER_DISPATCH({stub.name}, &{stub_function_name(kernel)})"
+def register_dispatch(stub: Stub, kernel: str, address: bool = True) -> str:
+    return f"REGISTER_DISPATCH({stub.name}, {'&' if address else ''}{stub_function_name(kernel)})"
 
 
 def stub_header_include(stub: Stub, native_dir: Path) -> str:

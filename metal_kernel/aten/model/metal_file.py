@@ -85,9 +85,12 @@ class Leaf:
         return self.args[1] if self.macro and len(self.args) > 1 else None
 
     def belongs_to(self, kernel: str) -> bool:
+        """A REGISTER_* leaf of family `kernel`, or instantiations named as the TensorIterator
+        host code looks kernels up: `<kernel>_dense...` / `<kernel>_strided...`."""
         if self.family is not None:
             return self.family == kernel
-        return bool(self.host_names) and all(h.startswith(f"{kernel}_") for h in self.host_names)
+        return bool(self.host_names) and all(h.startswith((f"{kernel}_dense", f"{kernel}_strided"))
+                                             for h in self.host_names)
 
 
 # --- lexing -------------------------------------------------------------------------------------

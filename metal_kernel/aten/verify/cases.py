@@ -9,7 +9,9 @@ host is made to pick. Sources, in order:
    dtype (castout, unary), and for binary ops with Scalar overloads with either
    operand as a Python number;
 2. OpInfo `reference_inputs` where the op has them (they repeat the samples, add
-   large, small, extremal and non-contiguous ones);
+   large, small, extremal and non-contiguous ones); the few of ~1M elements are cut
+   to their first REFERENCE_LIMIT (2^18, still past the host's ILP threshold), which
+   keeps their values' spread and layout at a quarter of the cost;
 3. the dtype's edge values (values.py), pairwise for binary ops;
 4. a dense sweep of the dtype (unary ops);
 5. layouts built from the edge values: broadcast, 0-d in either position, empty,
@@ -32,6 +34,8 @@ from torch.testing import make_tensor
 
 from ..model import dtypes as dt
 from . import values as vals
+
+REFERENCE_LIMIT = 1 << 18  # elements of one reference input, at most
 
 
 @dataclass
@@ -106,6 +110,20 @@ def sample_cases(op: OpView, dtype):
                     yield Case(f"{label}, Python number lhs", [_number(a), b])
 
 
+def _cut(args: list) -> tuple[list, str]:
+    """Arguments of more than REFERENCE_LIMIT elements cut along their first dimension
+    (strides kept: a non-contiguous input stays one), with a note for the label."""
+    big = [a for a in args if isinstance(a, torch.Tensor) and a.numel() > REFERENCE_LIMIT]
+    if not big:
+        return args, ""
+    lead = big[0].shape[0]
+    rows = max(1, REFERENCE_LIMIT // max(big[0].numel() // lead, 1))
+    if any(isinstance(a, torch.Tensor) and a.dim() and a.shape[0] not in (1, lead) for a in args):
+        return args, ""
+    cut = [a[:rows] if isinstance(a, torch.Tensor) and a.dim() and a.shape[0] == lead else a for a in args]
+    return cut, f", first {rows} of {lead} rows"
+
+
 def reference_cases(op: OpView, dtype):
     for info in op.infos:
         if info.reference_inputs_func is None:
@@ -118,8 +136,9 @@ def reference_cases(op: OpView, dtype):
             if args is None:
                 yield Skip("OpInfo reference input with fewer operands than the kernel takes")
                 continue
-            yield Case(f"OpInfo reference input {k} {[tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]}",
-                       args)
+            shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]
+            args, note = _cut(args)
+            yield Case(f"OpInfo reference input {k} {shapes}{note}", args)
 
 
 def _edge(op: OpView, dtype) -> torch.Tensor:

@@ -41,9 +41,11 @@ def max_error(actual: torch.Tensor, expected: torch.Tensor, exclude=None) -> flo
         actual, expected = actual.reshape(-1)[keep], expected.reshape(-1)[keep]
         if not actual.numel():
             return 0.0
-    a, e = _real(actual).double(), _real(expected).double()
+    wide = torch.float64 if torch.float64 in (actual.dtype, expected.dtype) or not \
+        actual.dtype.is_floating_point else torch.float32
+    a, e = _real(actual).to(wide), _real(expected).to(wide)
     same = (a == e) | (torch.isnan(a) & torch.isnan(e))
-    diff = torch.where(same, torch.zeros_like(a), (a - e).abs())
+    diff = torch.where(same, 0.0, (a - e).abs())
     value = float(diff.max())
     return value if not math.isnan(value) else math.inf
 

@@ -131,6 +131,15 @@ def compile_op(tree: PyTorchTree, path: Path, kernel: str, arity: str, input_typ
         raise KernelCompileError(f"does not compile: {_first_line(err)}", path) from None
 
 
+def check_functor(tree: PyTorchTree, path: Path, kernel: str, arity: str, text: str) -> None:
+    """Every instantiation of `kernel` has an operator() returning what its REGISTER line says
+    (one cheap compile of SFINAE checks, no kernel built); KernelCompileError otherwise."""
+    src = op_source(text, tree.c10_metal, kernel)
+    problems = _probe(tree, src, kernel, arity, tree.relative(path)) if src.leaves else None
+    if problems:
+        raise KernelCompileError(problems, path)
+
+
 def compile_kernel_file(path: Path, tree: PyTorchTree, math: str = "exact"):
     """A whole kernels file (a recipe's kernels/<Stem>.metal)."""
     try:
@@ -170,13 +179,15 @@ def _probe(tree: PyTorchTree, src: OpSource, kernel: str, arity: str, name: str)
     try:
         compile_source(text, tree, name)
         return None
-    except Exception as err:
+    except Exception as err:  # the failed static_asserts say which instantiations
         out = str(err)
-    missing = [leaves[int(n)] for n in re.findall(r"mk-missing (\d+)", out)]
-    wrong = []
+    if "mk-missing" not in out and "mk-type" not in out:
+        raise KernelCompileError(f"does not compile: {_first_line(err)}", name)
+    missing = [leaves[n] for n in sorted({int(n) for n in re.findall(r"mk-missing (\d+)", out)})]
+    wrong = {}
     for m in re.finditer(r"is_same_v<(?P<got>[^,>]+), (?P<want>[^>]+)>'?: mk-type (?P<n>\d+)", out):
-        got = _RUNTIME_TYPE.get(m["got"].strip(), m["got"].strip())
-        wrong.append((leaves[int(m["n"])], got))
+        wrong[int(m["n"])] = (leaves[int(m["n"])], _RUNTIME_TYPE.get(m["got"].strip(), m["got"].strip()))
+    wrong = [wrong[n] for n in sorted(wrong)]
     if not missing and not wrong:
         return None
     parts = []
@@ -184,8 +195,9 @@ def _probe(tree: PyTorchTree, src: OpSource, kernel: str, arity: str, name: str)
         types = [l.args[1] for l in missing]
         integral = all(t not in ("float", "half", "bfloat", "float2", "half2") for t in types)
         example = INTEGRAL_OVERLOAD[arity] if integral else FLOATING_OVERLOAD[arity]
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
         parts.append(f"{kernel}_functor has no operator() for {', '.join(types)} "
-                     f"(needed by {'; '.join(l.text for l in missing)}); PyTorch's functors give "
+                     f"(needed by {missing[0].text}{more}); PyTorch's functors give "
                      f"{'integral' if integral else 'floating'} inputs an overload like\n{example}")
     for leaf, got in wrong:
         parts.append(f"{kernel}_functor returns {got} for {leaf.args[1]} input, but {leaf.text} "

@@ -41,7 +41,8 @@ class DtypeResult:
     out_dtype: torch.dtype | None = None  # the result dtype the tolerance applies to
     cpu_less_accurate: int = 0  # elements where the kernel matches the float64 CPU result instead
     cpu_inconsistent: int = 0  # elements whose CPU result depends on the neighbouring element
-    _seen: list = field(default_factory=list, repr=False)  # unique bit patterns, per case
+    _seen: list = field(default_factory=list, repr=False)  # input bit patterns not yet counted
+    _distinct: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.int64), repr=False)
     _numbers: set = field(default_factory=set, repr=False)  # Python-number operands
 
     @property
@@ -54,9 +55,10 @@ class DtypeResult:
 
     @property
     def distinct_inputs(self) -> int:
-        if len(self._seen) > 1:
-            self._seen = [torch.unique(torch.cat(self._seen))]
-        return (self._seen[0].numel() if self._seen else 0) + len(self._numbers)
+        if self._seen:
+            self._distinct = torch.unique(torch.cat([self._distinct, *(s.to(torch.int64) for s in self._seen)]))
+            self._seen = []
+        return self._distinct.numel() + len(self._numbers)
 
     def saw(self, args) -> None:
         """Record the input values of one case (as bit patterns: -0.0 and NaNs count apart)."""
@@ -68,7 +70,7 @@ class DtypeResult:
                 if flat.is_complex():
                     flat = torch.view_as_real(flat.resolve_conj()).reshape(-1)
                 bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[flat.element_size()]
-                self._seen.append(torch.unique(flat.contiguous().view(bits)).to(torch.int64))
+                self._seen.append(flat.contiguous().view(bits))  # made unique once, when counted
             elif isinstance(arg, (bool, int, float, complex)):
                 self._numbers.add(repr(arg))
 

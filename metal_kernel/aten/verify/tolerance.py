@@ -44,14 +44,14 @@ class Tolerance:
         return f"atol {atol:g} rtol {rtol:g} ({self.source})"
 
 
-class TestMpsTolerances:
+class MpsTolerances:
     """`_compute_tolerances` of a test_mps.py, or assert_close defaults when there is none."""
 
     def __init__(self, path: Path | None, method=None, lists: dict | None = None, note: str = ""):
         self.path, self._method, self.lists, self.note = path, method, lists or {}, note
 
     @classmethod
-    def load(cls, root: Path | None) -> "TestMpsTolerances":
+    def load(cls, root: Path | None) -> "MpsTolerances":
         path = Path(root) / TEST_MPS if root is not None else None
         if path is None or not path.is_file():
             where = f"{path} does not exist" if path is not None else "no checkout given"
