@@ -60,57 +60,83 @@ def plan_stub_host(operations_dir: Path, native_dir: Path, stub: Stub, kernel: s
     old = read_or_none(path)
     if old is None:
         return FileChange(path, None, host.new_stub_file(stub, kernel, native_dir))
-    lines = old.splitlines()
-    functions = _functions(lines)
-    macro = _dispatch_macro(old, arity.exec_method) if stub.name == f"{kernel}_stub" else None
-    by_macro = {i for i, l in enumerate(lines) if macro and re.match(rf"^{macro}\(\w+\);", l)}
-    registered = {i: m for i, l in enumerate(lines) if (m := _REGISTER.match(l))}
-    registration_lines = sorted(by_macro | set(registered))
-    mine = [i for i, m in registered.items() if m["stub"] == stub.name]
-    inserts: dict[int, list[str]] = {}
+    mm = _MmFile(old, stub, kernel, arity.exec_method)
     include = host.stub_header_include(stub, native_dir)
     if include not in old:
-        includes = [i for i, l in enumerate(lines) if l.startswith("#include <ATen/native/")]
-        inserts.setdefault(includes[-1] if includes else 0, []).append(include)
-    if macro:
-        if any(lines[i].startswith(f"{macro}({kernel});") for i in by_macro):
-            return FileChange(path, old, old)
-        line = f"{macro}({kernel});"
-        if mine:  # registered to other code: that line becomes the macro's
-            new = edit_lines(old, replace={mine[0]: line}, insert_after=inserts, delete=set(mine[1:]))
-            return FileChange(path, old, new, replaces=True)
-        inserts.setdefault(registration_lines[-1] if registration_lines else len(lines) - 2, []).append(line)
-        return FileChange(path, old, edit_lines(old, insert_after=inserts))
-    fn_name = host.stub_function_name(kernel)
-    # The file's own spelling: `REGISTER_DISPATCH(s, &f)` or `(s, f)`, with or without `;`.
-    semicolon = sum(lines[i].rstrip().endswith(";") for i in registered) > len(registered) / 2
-    address = sum("&" in lines[i] for i in registered) >= len(registered) / 2
-    register_line = host.register_dispatch(stub, kernel, address) + (";" if semicolon else "")
-    wanted = [*host.stub_function(stub, kernel)]
-    replace: dict[int, str] = {}
-    delete: set[int] = set()
-    replaces = False
-    if mine:
-        current_fn = registered[mine[0]]["fn"]
-        if current_fn != fn_name or fn_name not in functions:
-            replace[mine[0]] = register_line
-            replaces = True
-        delete.update(mine[1:])
-    if fn_name in functions:
-        first, last = functions[fn_name]
-        if [l.rstrip() for l in lines[first:last + 1]] != wanted:
-            replaces = True
-            delete.update(range(first, last + 1))
-            inserts.setdefault(first - 1, []).extend(wanted)
-    else:
-        ends = [last for _, last in functions.values()]
-        at = max(ends) if ends else (registration_lines[0] - 1 if registration_lines else len(lines) - 2)
-        inserts.setdefault(at, []).extend(["", *wanted] if ends else [*wanted, ""])
-    if not mine:
-        at = registration_lines[-1] if registration_lines else len(lines) - 2
-        inserts.setdefault(at, []).append(register_line)
-    new = edit_lines(old, replace=replace, insert_after=inserts, delete=delete)
-    return FileChange(path, old, new, replaces=replaces)
+        includes = [i for i, l in enumerate(mm.lines) if l.startswith("#include <ATen/native/")]
+        mm.insert(includes[-1] if includes else 0, [include])
+    (mm.with_macro if mm.macro else mm.with_function)()
+    return FileChange(path, old, mm.new(), replaces=mm.replaces)
+
+
+class _MmFile:
+    """Line edits of one operations/*.mm for one stub."""
+
+    def __init__(self, text: str, stub: Stub, kernel: str, method: str):
+        self.text, self.lines, self.stub, self.kernel = text, text.splitlines(), stub, kernel
+        self.functions = _functions(self.lines)
+        self.macro = _dispatch_macro(text, method) if stub.name == f"{kernel}_stub" else None
+        by_macro = {i for i, l in enumerate(self.lines) if self.macro and re.match(rf"^{self.macro}\(\w+\);", l)}
+        self.by_macro = by_macro
+        self.registered = {i: m for i, l in enumerate(self.lines) if (m := _REGISTER.match(l))}
+        self.registration_lines = sorted(by_macro | set(self.registered))
+        self.mine = [i for i, m in self.registered.items() if m["stub"] == stub.name]
+        self.replace: dict[int, str] = {}
+        self.delete: set[int] = set()
+        self.inserts: dict[int, list[str]] = {}
+        self.replaces = False
+
+    def insert(self, after: int, lines: list[str]) -> None:
+        self.inserts.setdefault(after, []).extend(lines)
+
+    def after_registrations(self) -> int:
+        return self.registration_lines[-1] if self.registration_lines else len(self.lines) - 2
+
+    def with_macro(self) -> None:
+        line = f"{self.macro}({self.kernel});"
+        if any(self.lines[i].startswith(line) for i in self.by_macro):
+            self.inserts.clear()  # already there: no change at all
+            return
+        if self.mine:  # registered to other code: that line becomes the macro's
+            self.replace[self.mine[0]] = line
+            self.delete.update(self.mine[1:])
+            self.replaces = True
+        else:
+            self.insert(self.after_registrations(), [line])
+
+    def with_function(self) -> None:
+        fn_name = host.stub_function_name(self.kernel)
+        registered = self.registered
+        # The file's own spelling: `REGISTER_DISPATCH(s, &f)` or `(s, f)`, with or without `;`.
+        semicolon = sum(self.lines[i].rstrip().endswith(";") for i in registered) > len(registered) / 2
+        address = sum("&" in self.lines[i] for i in registered) >= len(registered) / 2
+        register_line = host.register_dispatch(self.stub, self.kernel, address) + (";" if semicolon else "")
+        wanted = host.stub_function(self.stub, self.kernel)
+        if self.mine:
+            if registered[self.mine[0]]["fn"] != fn_name or fn_name not in self.functions:
+                self.replace[self.mine[0]] = register_line
+                self.replaces = True
+            self.delete.update(self.mine[1:])
+        else:
+            self.insert(self.after_registrations(), [register_line])
+        if fn_name in self.functions:
+            first, last = self.functions[fn_name]
+            if [l.rstrip() for l in self.lines[first:last + 1]] != wanted:
+                self.replaces = True
+                self.delete.update(range(first, last + 1))
+                self.insert(first - 1, wanted)
+        else:
+            ends = [last for _, last in self.functions.values()]
+            if ends:
+                self.insert(max(ends), ["", *wanted])
+            else:
+                self.insert((self.registration_lines[0] - 1) if self.registration_lines else len(self.lines) - 2,
+                            [*wanted, ""])
+
+    def new(self) -> str:
+        if not (self.replace or self.delete or self.inserts):
+            return self.text
+        return edit_lines(self.text, replace=self.replace, insert_after=self.inserts, delete=self.delete)
 
 
 def plan_recipe_host(operations_dir: Path, recipe, out_fn: tuple, functional_fn: tuple) -> FileChange:

@@ -180,9 +180,9 @@ def _probe(tree: PyTorchTree, src: OpSource, kernel: str, arity: str, name: str)
         compile_source(text, tree, name)
         return None
     except Exception as err:  # the failed static_asserts say which instantiations
-        out = str(err)
+        out, first = str(err), _first_line(err)
     if "mk-missing" not in out and "mk-type" not in out:
-        raise KernelCompileError(f"does not compile: {_first_line(err)}", name)
+        raise KernelCompileError(f"does not compile: {first}", name)
     missing = [leaves[n] for n in sorted({int(n) for n in re.findall(r"mk-missing (\d+)", out)})]
     wrong = {}
     for m in re.finditer(r"is_same_v<(?P<got>[^,>]+), (?P<want>[^>]+)>'?: mk-type (?P<n>\d+)", out):
