@@ -13,7 +13,8 @@ an empty runtime cache (METAL_KERNEL_CACHE_DIR), so compile times are cold:
     python benchmarks/bench_aten_add.py --ops heaviside --whole-file
 
 --whole-file also times a cold compile of each kernels file as a whole (what
-verification compiled before it compiled only the op's instantiations).
+verification compiled before it compiled only the op's instantiations), stopped
+after --whole-file-timeout seconds.
 Exit 1 if an add fails.
 """
 
@@ -80,7 +81,7 @@ def add(tree: Path, op: str, cache: Path, math: str) -> tuple[int, float, str]:
     return done.returncode, time.perf_counter() - t0, done.stdout + done.stderr
 
 
-def whole_file(tree: Path, name: str, cache: Path) -> str:
+def whole_file(tree: Path, name: str, cache: Path, timeout: float) -> str:
     code = ("import sys, time, metal_kernel\n"
             "from metal_kernel.aten.model.tree import PyTorchTree\n"
             "from metal_kernel.aten.verify.compile import include_dirs\n"
@@ -91,8 +92,13 @@ def whole_file(tree: Path, name: str, cache: Path) -> str:
             "    print(f'{time.perf_counter() - t0:.1f} s')\n"
             "except Exception as err:\n"
             "    print(f'does not compile after {time.perf_counter() - t0:.1f} s: ' + str(err).splitlines()[0])\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=cold_env(cache))
-    return (done.stdout.strip() or done.stderr.strip().splitlines()[-1])
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=cold_env(cache),
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"did not finish within {timeout:.0f} s (stopped)"
+    lines = (done.stdout.strip() or done.stderr.strip() or f"exit {done.returncode}").splitlines()
+    return lines[-1]
 
 
 def main() -> int:
@@ -101,6 +107,7 @@ def main() -> int:
     parser.add_argument("--ops", default=",".join(OPS), help="comma-separated ops (default: all six)")
     parser.add_argument("--math", default="exact", choices=["exact", "bounds", "both"])
     parser.add_argument("--whole-file", action="store_true", help="also time each kernels file compiled whole")
+    parser.add_argument("--whole-file-timeout", type=float, default=900, help="seconds (default 900)")
     args = parser.parse_args()
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,7 +119,8 @@ def main() -> int:
         print(f"tree: {args.pytorch or 'the test tree (tests/aten/fixtures/tree + the torch wheel)'}")
         if args.whole_file:
             for name in ("UnaryKernel.metal", "BinaryKernel.metal"):
-                print(f"  whole {name}, cold compile: {whole_file(tree, name, Path(tmp) / f'whole-{name}')}")
+                result = whole_file(tree, name, Path(tmp) / f"whole-{name}", args.whole_file_timeout)
+                print(f"  whole {name}, cold compile: {result}")
         print(f"{'op':<32} {'exit':>4} {'add (s)':>8} {'verify (s)':>10}  result")
         for n, op in enumerate(args.ops.split(",")):
             code, seconds, out = add(tree, op, Path(tmp) / f"cache{n}", args.math)

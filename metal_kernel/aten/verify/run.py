@@ -54,7 +54,33 @@ def _modes(requested) -> tuple[list[str], list[str]]:
     return [m for m in wanted if m in offered], notes
 
 
+def _dtypes(text: str, tree: PyTorchTree, kernel: str, cpu, requested, notes: list) -> list:
+    """The dtypes to verify: those requested, else those the file instantiates that test_mps runs."""
+    registered = {DTYPE_OF[leaf.input_type] for _, leaves in MetalFile(text, tree.c10_metal).registrations()
+                  for leaf in leaves if leaf.belongs_to(kernel) and leaf.input_type in DTYPE_OF}
+    if requested:
+        return dt.sort_dtypes(requested)
+    missing = [dt.short_name(d) for d in dt.mps_dtypes(cpu) if d not in registered]
+    if missing:
+        notes.append(f"test_mps will run {', '.join(missing)} too, which the kernels file does not "
+                     f"instantiate for '{kernel}'")
+    return dt.sort_dtypes(registered & set(dt.test_mps_dtypes()))
+
+
+def _op_view(infos, family, arity: str, chosen, notes: list) -> OpView:
+    scalar_overloads = any(
+        any(str(a.type) == "Scalar" for a in e.fn.func.arguments.flat_positional[:2]) for e in family)
+    large = opinfo.skips_large_values(infos)
+    if large:
+        notes.append(f"OpInfo skips {infos[0].name}'s large-argument test on the CPU: inputs stay "
+                     f"within +-{LARGE_LIMIT:g}")
+    return OpView(infos, arity, scalar_overloads, opinfo.domain(infos), LARGE_LIMIT if large else None, chosen)
+
+
 def verify_op(tree: PyTorchTree, op: str, dtypes=None, math=None, runner=None) -> VerifyReport:
+    """Verify OP's kernels in `math` modes (default: every mode offered) for `dtypes`
+    (default: every dtype instantiated that test_mps runs). `runner` wraps each kernel
+    launch (twin/mps_host.py MpsHost.launch)."""
     nf = NativeFunctions.load(tree.native_functions, tree.tags)
     family = nf.family(op)
     base = str(family[0].fn.func.name.name.base)
@@ -76,24 +102,9 @@ def verify_op(tree: PyTorchTree, op: str, dtypes=None, math=None, runner=None) -
     if not infos:
         raise AtenError(f"no OpInfo tests '{base}'", tree.native_functions, family[0].line)
     cpu = opinfo.cpu_dtypes(infos)
-    registered = {DTYPE_OF[leaf.input_type] for _, leaves in MetalFile(text, tree.c10_metal).registrations()
-                  for leaf in leaves if leaf.belongs_to(kernel) and leaf.input_type in DTYPE_OF}
-    tested = set(dt.test_mps_dtypes())
-    chosen = dt.sort_dtypes(dtypes) if dtypes else dt.sort_dtypes(registered & tested)
-    missing = [dt.short_name(d) for d in dt.mps_dtypes(cpu) if d not in registered]
-    if missing and not dtypes:
-        notes.append(f"test_mps will run {', '.join(missing)} too, which {path.name} does not instantiate "
-                     f"for '{kernel}'")
-    scalar_overloads = any(
-        any(str(a.type) == "Scalar" for a in e.fn.func.arguments.flat_positional[:2]) for e in family)
-    large = opinfo.skips_large_values(infos)
-    if large:
-        notes.append(f"OpInfo skips {infos[0].name}'s large-argument test on the CPU: inputs stay "
-                     f"within +-{LARGE_LIMIT:g}")
-    view = OpView(infos, stub.arity, scalar_overloads, opinfo.domain(infos), LARGE_LIMIT if large else None,
-                  chosen)
-    fn = next((i.op for i in infos if not i.variant_test_name), infos[0].op)
-    primary = next((i for i in infos if not i.variant_test_name), infos[0])
+    chosen = _dtypes(text, tree, kernel, cpu, dtypes, notes)
+    view = _op_view(infos, family, stub.arity, chosen, notes)
+    primary = next((i for i in infos if not i.variant_test_name), infos[0])  # test_mps's op.name
     tolerances = MpsTolerances.load(tree.root)
     if tolerances.note:
         notes.append(tolerances.note)
@@ -103,6 +114,6 @@ def verify_op(tree: PyTorchTree, op: str, dtypes=None, math=None, runner=None) -
     input_types = {dt.METAL_TYPE[d] for d in chosen if d in dt.METAL_TYPE} if dtypes else None
     for mode in modes:
         lib = compile_op(tree, path, kernel, stub.arity, input_types, math=mode)
-        verifier = Verifier(lib, kernel, view, fn, cpu, mode, runner)
+        verifier = Verifier(lib, kernel, view, primary.op, cpu, mode, runner)
         results += [verifier.run_dtype(d, tolerances.for_op(primary, d)) for d in chosen]
     return VerifyReport(op, kernel, results, notes)
