@@ -8,14 +8,16 @@ assert_close's per-dtype defaults -- for every other op. That method and the
 class-level lists it reads are taken from the file as source (ast) and run, so
 the numbers are the checkout's own, whatever its version says.
 
-The torch wheel ships no test_mps.py; without one in the checkout every dtype
-gets the defaults, and the report says why.
+Without test/test_mps.py in the checkout, a test_mps.py inside the installed torch
+package is used; the 2.13 wheel ships none, so every dtype then gets the defaults
+and the report says why.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -25,6 +27,12 @@ from torch.testing._comparison import default_tolerances
 TEST_MPS = "test/test_mps.py"
 CLASS = "TestConsistency"
 METHOD = "_compute_tolerances"
+
+
+@lru_cache(maxsize=1)
+def _installed_test_mps() -> Path | None:
+    """A test_mps.py inside the installed torch package (wheels so far ship none)."""
+    return next(iter(sorted(Path(torch.__file__).parent.rglob("test_mps.py"))), None)
 
 
 @dataclass(frozen=True)
@@ -52,11 +60,15 @@ class MpsTolerances:
 
     @classmethod
     def load(cls, root: Path | None) -> "MpsTolerances":
+        """From the checkout's test/test_mps.py, else from one the installed torch ships."""
         path = Path(root) / TEST_MPS if root is not None else None
         if path is None or not path.is_file():
-            where = f"{path} does not exist" if path is not None else "no checkout given"
-            return cls(None, note=f"{where} and torch {torch.__version__} ships no test_mps.py: "
-                                  "assert_close defaults for every dtype, the low-precision lists unread")
+            installed = _installed_test_mps()
+            if installed is None:
+                where = f"{path} does not exist" if path is not None else "no checkout given"
+                return cls(None, note=f"{where} and torch {torch.__version__} ships no test_mps.py: "
+                                      "assert_close defaults for every dtype, the low-precision lists unread")
+            path = installed
         tree = ast.parse(path.read_text(), filename=str(path))
         cls_node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == CLASS), None)
         fn = next((n for n in (cls_node.body if cls_node else [])
@@ -80,7 +92,8 @@ class MpsTolerances:
             return Tolerance(None, None, self.note or "assert_close defaults")
         op = SimpleNamespace(name=info.name, variant_test_name=info.variant_test_name)
         atol, rtol = self._method(SimpleNamespace(**self.lists), op, dtype)
-        where = f"{TEST_MPS} {CLASS}.{METHOD}({info.name!r}, {str(dtype).removeprefix('torch.')})"
+        label = TEST_MPS if self.path is not None and self.path.as_posix().endswith(TEST_MPS) else self.path
+        where = f"{label} {CLASS}.{METHOD}({info.name!r}, {str(dtype).removeprefix('torch.')})"
         if atol is None and rtol is None:
             return Tolerance(None, None, f"assert_close defaults: {where} returns (None, None)")
         listed = [name for name, members in self.lists.items()
