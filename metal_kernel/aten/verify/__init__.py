@@ -1,11 +1,16 @@
 """Verification of generated kernels on the runtime, against the CPU operator.
 
-- `verify_op(tree, op)` (run.py): the entry point `aten verify` / `aten add` use;
+- run.py: `verify_op(tree, op)`, the entry point `aten verify` / `aten add` use;
+- compile.py: the op's instantiations plus the file's preamble, and per-dtype
+  diagnosis of functors that do not compile;
+- cases.py, values.py: the inputs (OpInfo samples and reference inputs, edge values,
+  dense sweeps, layouts, scalars, type promotion);
 - tensor_iterator.py: TensorIterator ops through the twin of MPS's host code
-  (mps_host.py, tensor_iter.py);
-- recipe.py: recipe ops (take) through the Python twin of their `.mm`
-  (mps_stream.py, aten_host.py);
-- report.py: the per-dtype results, as text and JSON.
+  (twin/), outputs poisoned first (poison.py);
+- compare.py, tolerance.py, adjudicate.py: test_mps's comparison and tolerances, and
+  the CPU reference's own faults set aside;
+- recipe.py: recipe ops (take) through the Python twin of their `.mm`;
+- report.py: the per-mode, per-dtype results, as text and JSON.
 """
 
 from .compile import runtime_available
