@@ -22,7 +22,7 @@ from . import instrument as I
 
 # The first optimisation keeps accesses scalar (no masked or gathered vector
 # accesses for the pass to handle); the last one vectorises what it can.
-FIRST_STAGE_FLAGS = ["-gline-tables-only", "-fno-vectorize", "-fno-slp-vectorize"]
+FIRST_STAGE_FLAGS = ["-gline-tables-only", "-fno-vectorize", "-fno-slp-vectorize", "-fno-unroll-loops"]
 
 
 def build_checked(pp: str, fcs: dict, opts, tc, tmp: str, out_so: str, source: str) -> dict:

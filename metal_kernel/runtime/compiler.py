@@ -72,6 +72,7 @@ class CompileOptions:
     optimize: str = "-O2"
     source_name: str = SOURCE_NAME
     frontend: str = "metal"  # a name in FRONTENDS: the source language
+    math: str = "exact"  # or "bounds[:seed]": see math_mode() and mk/bounds.h
     # The checked build (metal_kernel.check): every access instrumented.
     checked: bool = False
 
@@ -95,9 +96,12 @@ class Frontend:
     # every kernel in direct mode.
     sync_words: re.Pattern = None
     version_files: tuple[Path, ...] = ()  # part of every cache key
+    pass2_flags: tuple[str, ...] = ()  # the language's own code-generation rules
+
 
     def version(self) -> str:
         h = hashlib.sha256(self.name.encode())
+        h.update(" ".join(self.pass2_flags).encode())
         for f in self.version_files:
             if f.is_file():
                 h.update(str(f.name).encode())
@@ -110,6 +114,28 @@ FRONTENDS: dict[str, Frontend] = {}
 
 def frontend_of(opts: CompileOptions) -> Frontend:
     return FRONTENDS[opts.frontend]
+
+
+def math_mode(value: str | None) -> str:
+    """The math mode for `compile_shader(math=...)`, else $METAL_KERNEL_MATH:
+    "exact" (the default: math computed in float or better, rounded once) or
+    "bounds" / "bounds:<seed>" (each math-library result drawn within the MSL
+    specification's ulp bound, docs/math-bounds.md)."""
+    raw = value if value is not None else os.environ.get("METAL_KERNEL_MATH", "exact")
+    mode = str(raw).strip().lower() or "exact"
+    if mode == "exact":
+        return mode
+    name, _, seed = mode.partition(":")
+    if name == "bounds" and (seed == "" or seed.isdigit()):
+        return f"bounds:{int(seed or 0)}"
+    source = "math=" if value is not None else "METAL_KERNEL_MATH="
+    raise ValueError(f"{source}{raw!r}: choose 'exact', 'bounds' or 'bounds:<seed>' (a non-negative integer)")
+
+
+def _math_defines(opts: CompileOptions) -> list[str]:
+    if not opts.math.startswith("bounds"):
+        return []
+    return ["-DMK_MATH_BOUNDS=1", f"-DMK_MATH_SEED={opts.math.partition(':')[2] or 0}ull"]
 
 
 @dataclass
@@ -137,7 +163,7 @@ def cache_dir() -> Path:
 def runtime_version() -> str:
     """Hash of everything that shapes a compiled kernel besides its source."""
     h = hashlib.sha256()
-    files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE, HERE / "rewriter.py",
+    files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE, HERE / "rewriter.py", HERE / "address_spaces.py",
                                                HERE / "lexer.py", HERE / "workitem.py", HERE / "streaming.py",
                                                HERE / "simdgroup_uniform.py", HERE / "ir.py", Path(__file__)]
     files += sorted((HERE.parent / "check").glob("*.py"))  # the checked build's passes
@@ -394,8 +420,9 @@ def _pass2_flags(opts: CompileOptions, *defines: str) -> list[str]:
     includes = ["-I", str(INCLUDE_DIR)]
     for d in frontend_of(opts).include_dirs:
         includes += ["-I", d]
-    return ["-x", "c++", *COMMON_FLAGS, opts.optimize, "-w", "-ferror-limit=10", "-fno-caret-diagnostics",
-            *extra_flags(), *defines, *includes]
+    return ["-x", "c++", *COMMON_FLAGS, *frontend_of(opts).pass2_flags, opts.optimize, "-w", "-ferror-limit=10",
+            "-fno-caret-diagnostics",
+            *extra_flags(), *_math_defines(opts), *defines, *includes]
 
 
 def _codegen_flags(opts: CompileOptions) -> list[str]:
@@ -480,7 +507,8 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
     with tempfile.TemporaryDirectory(prefix="mk-build-", dir=base) as tmp:
         pp = preprocess(source, opts, tc, tmp)
         fcs = dict(opts.function_constants)
-        obj_key = _sha("object", pp, sorted((str(k), repr(v)) for k, v in fcs.items()), opts.optimize, opts.checked,
+        obj_key = _sha("object", pp, sorted((str(k), repr(v)) for k, v in fcs.items()), opts.optimize, opts.math,
+                       opts.checked,
                        tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled(),
                        streaming_enabled(), frontend_of(opts).version())
         if rebuild:
@@ -512,7 +540,8 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
 # direct mode and skips the work-item build.
 # (`simdgroup_\w+` also catches simdgroup_load/store, which ask the runtime for
 # the lane: such kernels must not take the bookkeeping-free direct loop.)
-_SYNC_WORDS = re.compile(r"\b(threadgroup_barrier|simdgroup_\w+|simd_\w+|quad_\w+)\b")
+# (`__metal_simd_sum` & co. are Apple's builtins behind them, mk/builtins.h.)
+_SYNC_WORDS = re.compile(r"(?:\b|__metal_)(threadgroup_barrier|simdgroup_\w+|simd_\w+|quad_\w+)\b")
 
 
 def workitem_enabled() -> bool:
@@ -748,4 +777,10 @@ FRONTENDS["metal"] = Frontend(
     rewrite=lambda pp, fcs, tg_helpers, workitem: rewrite(pp, fcs, tg_helpers=tg_helpers, workitem=workitem),
     prelude=PRELUDE,
     sync_words=_SYNC_WORDS,
+    # A buffer's vectors may sit at any 4-byte boundary (Apple GPUs tolerate
+    # a float4 at a float's alignment; ggml/candle rely on it): accesses
+    # through pointers assume at most 4-byte alignment, so x86 never gets an
+    # aligned vector move (unaligned moves cost the same on aligned data).
+    # CUDA requires natural alignment (and its 8-byte atomics rely on it).
+    pass2_flags=("-fmax-type-align=4",),
 )

@@ -10,7 +10,7 @@ import struct
 import threading
 from collections.abc import Mapping, Sequence
 
-from .compiler import CompiledLibrary, CompileOptions, compile_library, streaming_setting
+from .compiler import CompiledLibrary, CompileOptions, compile_library, math_mode, streaming_setting
 from .errors import KernelError, KernelTimeout
 from .native import (DISPATCH_COALESCE, DISPATCH_NEVER_SYNCS, DISPATCH_NO_FIBER, WORKITEM_MAX_BUFFERS,
                      WORKITEM_MAX_TG_BUFFERS, ErrorInfo, Launch, U3, load_kernel_library, runtime)
@@ -586,13 +586,16 @@ class Library:
 
 def compile_shader(source: str, *, include_dirs: Sequence[str] = (), defines: Mapping | None = None,
                    language_version: str = "3.2", function_constants: Mapping | None = None,
-                   source_name: str = "source.metal") -> Library:
+                   source_name: str = "source.metal", math: str | None = None) -> Library:
     """Compiles Metal Shading Language source for the CPU runtime.
 
     Like ``torch.mps.compile_shader(source)``; extra options: ``include_dirs``,
     ``defines`` (``{"NAME": value}``), ``language_version`` ("3.0"–"4.0", sets
-    ``__METAL_VERSION__``), ``function_constants`` (``{name_or_index: value}``)
-    and ``source_name`` (the file name diagnostics use).
+    ``__METAL_VERSION__``), ``function_constants`` (``{name_or_index: value}``),
+    ``source_name`` (the file name diagnostics use) and ``math`` ("exact", the
+    default, or "bounds" / "bounds:<seed>": math results drawn within the MSL
+    specification's ulp bounds, docs/math-bounds.md; default
+    ``$METAL_KERNEL_MATH``).
     """
     if not isinstance(source, str):
         raise TypeError(f"compile_shader expects the Metal source as a str, got {type(source).__name__}")
@@ -603,6 +606,7 @@ def compile_shader(source: str, *, include_dirs: Sequence[str] = (), defines: Ma
         function_constants=tuple(sorted(((k, v) for k, v in (function_constants or {}).items()),
                                         key=lambda kv: str(kv[0]))),
         source_name=source_name,
+        math=math_mode(math),
     )
     return load_library(source, opts)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .address_spaces import collapse as collapse_address_spaces
 from .errors import MetalCompileError
 from .lexer import LineMap, Token, tokenize
 
@@ -863,7 +864,8 @@ def _cxx_value(value) -> str:
 
 def rewrite(text: str, function_constants: dict | None = None, tg_helpers: bool = True,
             workitem: bool = False) -> RewriteResult:
-    rw = Rewriter(text, function_constants)
+    # Overloads that differ only in address space: one copy (address_spaces.py).
+    rw = Rewriter(collapse_address_spaces(text), function_constants)
     rw.tg_helpers = tg_helpers
     rw.workitem = workitem
     return rw.run()

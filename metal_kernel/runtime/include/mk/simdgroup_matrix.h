@@ -264,7 +264,6 @@ typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
 typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
 typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
 
-
 template <typename TD, typename TA, typename TB, typename TC>
 __attribute__((always_inline)) inline void simdgroup_multiply_accumulate(
     simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
@@ -277,6 +276,15 @@ __attribute__((always_inline)) inline void simdgroup_multiply(
     simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
     const simdgroup_matrix<TB, 8, 8>& b) {
   ::mk::matrix_mma(d, a, b, static_cast<const simdgroup_matrix<TD, 8, 8>*>(nullptr));
+}
+
+// `a * b`: simdgroup_multiply into a new matrix (MLX's Winograd conv).
+template <typename T>
+__attribute__((always_inline)) inline simdgroup_matrix<T, 8, 8> operator*(const simdgroup_matrix<T, 8, 8>& a,
+                                                                        const simdgroup_matrix<T, 8, 8>& b) {
+  simdgroup_matrix<T, 8, 8> d;
+  simdgroup_multiply(d, a, b);
+  return d;
 }
 
 }  // namespace metal
