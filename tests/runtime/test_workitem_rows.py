@@ -203,3 +203,39 @@ def test_consecutive_survivors(both, span, threads, group):
             m = np.concatenate([[0.0], np.cumsum(v)[:-1]]).astype(np.float32)
             want[g0 + np.array(act)] = s * 1000.0 + m + x[g0 + span[0]] * 0.5
     np.testing.assert_array_equal(y, want)
+
+
+_PAIR_IR = """define void @f(i32 %x, i32 %y, ptr %p) {
+  %a = insertelement <2 x i32> poison, i32 %x, i64 0
+  %b = insertelement <2 x i32> %a, i32 %y, i64 1
+  %c = bitcast <2 x i32> %b to i64
+  %lo = trunc i64 %c to i32
+  %hi = lshr i64 %c, 32
+  %lo64 = and i64 %c, 4294967295
+  %other = lshr i64 %c, 16
+  store i64 %c, ptr %p
+  ret void
+}"""
+
+
+def test_halves_of_a_cast_id_pair_are_the_ids():
+    # uint2 thread ids read as fields come out of clang as bit arithmetic on
+    # one i64; the loop vectoriser only sees affine addresses once each half
+    # is the scalar it was made from.
+    from metal_kernel.runtime.workitem import fold_pair_bitcasts
+
+    out = fold_pair_bitcasts(_PAIR_IR)
+    assert "%lo = or i32 %x, 0" in out
+    assert "%hi = zext i32 %y to i64" in out
+    assert "%lo64 = zext i32 %x to i64" in out
+    assert "%other = lshr i64 %c, 16" in out  # not a half: untouched
+    assert "store i64 %c, ptr %p" in out
+
+
+def test_a_pair_with_an_unknown_half_is_left_alone():
+    from metal_kernel.runtime.workitem import fold_pair_bitcasts
+
+    text = _PAIR_IR.replace("insertelement <2 x i32> poison, i32 %x, i64 0",
+                            "insertelement <2 x i32> %v, i32 %x, i64 0").replace(
+        "%b = insertelement <2 x i32> %a, i32 %y, i64 1", "%b = bitcast <2 x i32> %a to <2 x i32>")
+    assert fold_pair_bitcasts(text) == text
