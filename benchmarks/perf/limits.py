@@ -91,6 +91,15 @@ class Limits:
             raise RuntimeError(f"{kind}: the helper threads could not be started")
         return t
 
+    def side(self, kind: str, streaming: bool):
+        """The memory kernel as a side timed with the cases (interleaved with
+        them, so that its median sees the same load as theirs)."""
+        from timing import Side
+
+        s = Side(lambda: self._run(kind, streaming), lambda: None, lambda: None, lambda _: None)
+        s.work = BYTES_PER_ELEMENT[kind] * self.n
+        return s
+
     def memory(self, repeat: int) -> dict:
         """GB/s of each memory kernel and store kind: medians of interleaved runs."""
         variants = [("triad", False), ("triad", True), ("copy", False), ("copy", True), ("read", False)]

@@ -30,6 +30,7 @@ class Side:
     read: Callable[[], object]
     check: Callable[[object], str | None]
     note: str = ""
+    work: float = 0.0  # bytes or FLOPs of one run, where the side is a limit
     times: list = field(default_factory=list)
     planned: int = 0
     failure: dict | None = None
