@@ -16,6 +16,7 @@
 #define VW 8
 #endif
 typedef float vf __attribute__((ext_vector_type(VW), aligned(4)));
+typedef float vf_aligned __attribute__((ext_vector_type(VW)));  // streaming stores need it
 
 enum { TRIAD = 0, COPY = 1, READ = 2, FMA = 3 };
 
@@ -40,7 +41,7 @@ static double now(void) {
 
 static void store(float* p, vf v, int streaming) {
   if (streaming)
-    __builtin_nontemporal_store(v, (vf*)p);
+    __builtin_nontemporal_store((vf_aligned)v, (vf_aligned*)p);
   else
     *(vf*)p = v;
 }
