@@ -8,31 +8,52 @@ from __future__ import annotations
 import ctypes
 import mmap
 
-_PROT_NONE = 0
+_PROT_NONE, _PROT_RW = 0, mmap.PROT_READ | mmap.PROT_WRITE
+# Address space only: the fences are never backed by memory.
+_MAP_FLAGS = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0)
+_MAP_FAILED = ctypes.c_void_p(-1).value
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.mmap.restype = ctypes.c_void_p
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 
 
 class GuardedCopy:
     """`size` bytes copied from `src` into a mapping of their own, ending
-    within 64 bytes of a guard page (the copy keeps `src`'s address modulo
-    64, so vector alignment is as in the original), a guard page before."""
+    within 64 bytes of `reach` bytes of inaccessible memory (the copy keeps
+    `src`'s address modulo 64, so vector alignment is as in the original),
+    as much inaccessible memory before it. A page either side is enough for
+    the checker, whose instrumentation sees every access; the runtime's
+    bounds-checked dispatches (runtime/store_guard.py) fence wide enough that
+    any 32-bit index lands in the fence."""
 
-    def __init__(self, src: int, size: int):
+    def __init__(self, src: int, size: int, reach: int = 0):
         page = mmap.PAGESIZE
+        reach = max(page, (reach + page - 1) // page * page)
         span = (size + 128 + page - 1) // page * page
-        self.map = mmap.mmap(-1, span + 2 * page)
-        self._anchor = ctypes.c_char.from_buffer(self.map)
-        base = ctypes.addressof(self._anchor)
-        for at in (base, base + page + span):
-            if _libc.mprotect(at, page, _PROT_NONE) != 0:
-                raise OSError(ctypes.get_errno(), "mprotect failed for a guard page")
-        end = base + page + span
+        self.total = reach + span + reach
+        base = _libc.mmap(None, self.total, _PROT_NONE, _MAP_FLAGS, -1, 0)
+        if base in (None, _MAP_FAILED):
+            raise MemoryError(f"cannot reserve {self.total} bytes of address space for a guarded copy")
+        self.base = base
+        if _libc.mprotect(base + reach, span, _PROT_RW) != 0:
+            err = ctypes.get_errno()
+            _libc.munmap(base, self.total)
+            raise OSError(err, "mprotect failed for a guarded copy")
+        end = base + reach + span
         start = ((end - size) & ~63) + (src & 63)
         if start + size > end:
             start -= 64
         self.address, self.size = start, size
         ctypes.memmove(start, src, size)
+
+    def offset_of(self, address: int) -> int | None:
+        """`address` relative to the copy's start, when it lies in this
+        mapping (fences included)."""
+        if self.base <= address < self.base + self.total:
+            return address - self.address
+        return None
 
     def load(self, data: bytes):
         ctypes.memmove(self.address, data, len(data))
@@ -41,8 +62,9 @@ class GuardedCopy:
         return ctypes.string_at(self.address, self.size)
 
     def close(self):
-        del self._anchor
-        self.map.close()
+        if self.base:
+            _libc.munmap(self.base, self.total)
+            self.base = 0
 
 
 class GuardedBuffers:
