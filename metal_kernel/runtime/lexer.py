@@ -65,21 +65,27 @@ class LineMap:
         for i, ch in enumerate(text):
             if ch == "\n":
                 self._line_starts.append(i + 1)
-        # For each marker: (physical line index of the line after it, file, line)
-        self._markers: list[tuple[int, str, int]] = []
+        # For each marker: (physical line index of the line after it, file,
+        # line, the file name as the marker spells it, quotes included)
+        self._markers: list[tuple[int, str, int, str]] = []
         for idx, start in enumerate(self._line_starts):
             if start < len(text) and text[start] == "#":
                 end = text.find("\n", start)
                 m = _MARKER.match(text[start : end if end >= 0 else len(text)])
                 if m:
                     name = m.group(2).encode().decode("unicode_escape")
-                    self._markers.append((idx + 1, name, int(m.group(1))))
+                    self._markers.append((idx + 1, name, int(m.group(1)), f'"{m.group(2)}"'))
         self._marker_lines = [m[0] for m in self._markers]
 
     def locate(self, offset: int) -> tuple[str, int]:
+        name, line, _ = self.locate_spelled(offset)
+        return name, line
+
+    def locate_spelled(self, offset: int) -> tuple[str, int, str]:
+        """(file, line, the file name as a line marker spells it)."""
         phys = bisect.bisect_right(self._line_starts, offset) - 1
         k = bisect.bisect_right(self._marker_lines, phys) - 1
         if k < 0:
-            return ("<source>", phys + 1)
-        first_phys, name, line = self._markers[k]
-        return (name, line + phys - first_phys)
+            return ("<source>", phys + 1, '"<source>"')
+        first_phys, name, line, spelled = self._markers[k]
+        return (name, line + phys - first_phys, spelled)
