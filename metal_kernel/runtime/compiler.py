@@ -369,7 +369,7 @@ def _build(pp: str, opts: CompileOptions, tc: Toolchain, tmp: str, objects: Path
     rw = rewrite(pp, dict(opts.function_constants))
     ctx = pass2.Context(tc, opts.optimize, objects, runtime_version(), tmp)
     if len(rw.kernels) > EAGER_KERNELS:
-        failed = pass2.syntax_check(ctx, rw.source(keep_instantiations=True))
+        failed = pass2.syntax_check(ctx, rw.check_source())
         if failed is not None:
             raise _error(failed.stderr, opts, source, tmp, rw)
         _atomic_write(objects / f"{key}.pp", pp.encode())

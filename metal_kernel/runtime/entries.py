@@ -95,9 +95,19 @@ def _args(spec: EntrySpec, launch: str, t: str, group: str) -> list[str]:
     return out
 
 
+def check_code(spec: EntrySpec) -> str:
+    """What a syntax check needs of one kernel's entry points: the call
+    with the bound arguments, in a plain function (the loops and lambdas of
+    the real entry points cost ~10x more to analyse, per kernel)."""
+    n = spec.symbol
+    args = _args(spec, "__mk_r->launch", "__mk_t", "__mk_r")
+    return (f" namespace __mk_k{n} {{ using F = {spec.fn_type}; }}"
+            f" inline void __mk_check_{n}(::mk::Run* __mk_r, const ::mk::ThreadIds& __mk_t)"
+            f" {{ {spec.callee}({', '.join(args)}); }}")
+
+
 def entry_code(spec: EntrySpec, workitem: bool) -> str:
-    """The entry points of one kernel, as one line of C++ (the rewriter never
-    adds a newline: line markers keep diagnostics on the user's lines)."""
+    """The entry points of one kernel, as one line of C++."""
     n = spec.symbol
     call = f"[[clang::always_inline]] {spec.callee}"
     ptypes = [f"::mk::arg_t<__mk_k{n}::F*, {i}>" for i in range(len(spec.params))]

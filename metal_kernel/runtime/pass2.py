@@ -84,6 +84,30 @@ def codegen_flags(tc: Toolchain, optimize: str) -> list[str]:
     return [optimize, "-fPIC", *tc.march(), *NO_BF16_INSTRUCTIONS, "-g0", "-w", *extra_flags()]
 
 
+def target_vector_bytes(tc: Toolchain) -> int:
+    """Bytes of the widest vector clang uses for a float loop on the kernels'
+    target (this CPU, or $METAL_KERNEL_MARCH): 32 with AVX2, 64 with
+    AVX-512 where the CPU prefers full-width vectors, 16 with SSE only."""
+    key = (tuple(tc.march()), tuple(extra_flags()))
+    if key not in _VECTOR_BYTES:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="mk-probe-") as tmp:
+            src = os.path.join(tmp, "probe.cpp")
+            Path(src).write_text("void f(float* __restrict a, const float* __restrict b, int n) "
+                                 "{ for (int i = 0; i < n; ++i) a[i] = b[i] * 3.0f; }\n")
+            out = os.path.join(tmp, "probe.ll")
+            subprocess.run(tc.cxx("-x", "c++", "-O2", *tc.march(), *extra_flags(), "-g0", "-S", "-emit-llvm",
+                                  src, "-o", out), capture_output=True, text=True, cwd=tmp)
+            text = Path(out).read_text() if os.path.exists(out) else ""
+        lanes = [int(n) for n in re.findall(r"<(\d+) x float>", text)]
+        _VECTOR_BYTES[key] = 4 * max(lanes, default=1)
+    return _VECTOR_BYTES[key]
+
+
+_VECTOR_BYTES: dict[tuple, int] = {}
+
+
 def _sha(*parts) -> str:
     h = hashlib.sha256()
     for p in parts:

@@ -6,17 +6,20 @@ What changes (everything else is left to the C++ compiler):
 - the `kernel` qualifier becomes `inline` (a kernel is compiled only into
   the libraries that run it) and each kernel, or each `host_name`
   instantiation of a kernel template, gets entry points (runtime/entries.py)
-  right after it, in the same scope;
+  after it, in the same scope;
 - `threadgroup` storage declared in a function body becomes a reference to
   per-threadgroup memory handed out by the runtime;
-- function constants become `constexpr` values from the compile options;
-- floating literals without suffix get `f` (Metal has no double), `1.0h`
-  becomes a half; `double` and the words features.py rejects are errors;
-- pass 1 keeps macro definitions (-dD): `#pragma unroll(N)` gets its
-  macros expanded, and the definitions themselves are dropped.
+- kernel declarations are checked as Apple's compiler checks them
+  (runtime/signatures.py);
+- token-level rewrites (runtime/lexical.py): function constants become
+  `constexpr` values, floating literals get `f` (Metal has no double),
+  `#pragma unroll(N)` gets its macros expanded.
 
-Edits never add or remove newlines, so the preprocessor's line markers keep
-pointing every line (and every compiler diagnostic) at the user's source.
+Edits of the user's text never add or remove a newline, so the
+preprocessor's line markers keep every line (and every compiler diagnostic)
+on the user's source. Entry points go on lines of their own, under a line
+marker of their own (entries.GENERATED_FILE) and one restoring the user's
+numbering after them.
 
 A rewrite yields the C++ for any subset of the kernels (`RewriteResult.source`):
 kernels outside the subset get no entry points and their explicit
@@ -26,14 +29,12 @@ library needs (runtime/compiler.py compiles large files kernel by kernel).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .entries import GENERATED_FILE, THREAD_ATTRIBUTES, EntrySpec, Param, entry_code
-from .errors import MetalCompileError
-from .features import rejected_attributes, rejected_words
-from .lexer import LineMap, Token, tokenize
+from .entries import GENERATED_FILE, EntrySpec, Param, check_code, entry_code
+from .lexical import LexicalRewrites
+from .signatures import SignatureRules
 
 # Attributes C++ itself understands; every other [[...]] is Metal's.
 CXX_ATTRIBUTES = {
@@ -48,20 +49,6 @@ _DECL_KEYWORDS = {
     "constexpr", "volatile", "bool", "char", "short", "int", "long", "float", "half", "unsigned",
     "signed", "uint", "ushort", "uchar", "ulong", "device", "constant", "thread", "threadgroup",
 }
-
-ADDRESS_SPACES = {"device", "constant", "thread", "threadgroup", "threadgroup_imageblock", "ray_data",
-                  "object_data"}
-
-# Specifiers allowed before a kernel's return type.
-_KERNEL_SPECIFIERS = {"kernel", "static", "inline", "extern", "template", "typename"}
-
-# Words of a function constant's declaration that are not its type.
-_FC_SPECIFIERS = {"static", "constant", "constexpr", "const"}
-
-_PRAGMA_UNROLL = re.compile(r"^(\s*#\s*pragma\s+unroll)(.*)$")
-_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)(\()?")
-_UNDEF = re.compile(r"^\s*#\s*undef\s+([A-Za-z_]\w*)")
-
 
 @dataclass
 class KernelDef:
@@ -107,19 +94,25 @@ class RewriteResult:
     _entry_at: dict[int, tuple[int, str, str]] = field(default_factory=dict)  # offset, before, after
     _instantiations: dict[int, tuple[int, int]] = field(default_factory=dict)
 
-    def source(self, symbols: Iterable[int] | None = None, workitem: bool = False,
-               keep_instantiations: bool = False) -> str:
+    def source(self, symbols: Iterable[int] | None = None, workitem: bool = False) -> str:
         """C++ for the kernels `symbols` (all when None), with per-thread
         functions for the work-item compiler when `workitem`. Explicit
-        instantiations of kernels are blanked (the entry points instantiate
-        what they call) unless `keep_instantiations` (a syntax check of the
-        whole file)."""
+        instantiations of kernels are blanked: the entry points instantiate
+        what they call, and nothing else gets code."""
+        return self._render(symbols, lambda spec: entry_code(spec, workitem), keep_instantiations=False)
+
+    def check_source(self) -> str:
+        """C++ for a syntax check of the whole file: every instantiation, and
+        every kernel called as its entry points call it."""
+        return self._render(None, check_code, keep_instantiations=True)
+
+    def _render(self, symbols, code, keep_instantiations: bool) -> str:
         wanted = set(self._specs) if symbols is None else set(symbols)
         edits = list(self._edits)
         for sym, spec in self._specs.items():
             if sym in wanted:
                 at, before, after = self._entry_at[sym]
-                edits.append((at, at, before + entry_code(spec, workitem) + after))
+                edits.append((at, at, before + code(spec) + after))
             span = self._instantiations.get(sym)
             if span and not keep_instantiations:
                 edits.append((span[0], span[1], _blank_text(self.text[span[0]:span[1]])))
@@ -144,31 +137,12 @@ def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
     return "".join(out)
 
 
-_FLOAT_DEC = re.compile(r"^(\d[\d']*\.?[\d']*|\.\d[\d']*)([eE][+-]?\d+)?([a-zA-Z]*)$")
-_FLOAT_HEX = re.compile(r"^(0[xX][0-9a-fA-F']*\.?[0-9a-fA-F']*[pP][+-]?\d+)([a-zA-Z]*)$")
+class Rewriter(LexicalRewrites, SignatureRules):
+    """Declarations: kernels, their instantiations and entry points, and
+    threadgroup storage in kernel bodies."""
 
-
-def _float_literal(text: str):
-    """(body, suffix) when `text` is a floating literal, else None."""
-    if text[:2] in ("0x", "0X"):
-        m = _FLOAT_HEX.match(text)
-        return (m.group(1), m.group(2)) if m else None
-    m = _FLOAT_DEC.match(text)
-    if not m:
-        return None
-    body, exp, suffix = m.group(1), m.group(2) or "", m.group(3)
-    if "." not in body and not exp:
-        return None
-    return body + exp, suffix
-
-
-class Rewriter:
     def __init__(self, text: str, function_constants: dict | None = None):
-        self.text = text
-        self.all_toks: list[Token] = tokenize(text)
-        self.toks: list[Token] = [t for t in self.all_toks if t.kind != "marker"]
-        self.lines = LineMap(text)
-        self.edits: list[tuple[int, int, str]] = []
+        super().__init__(text)
         self.function_constants = function_constants or {}
         self.defs: dict[str, list[KernelDef]] = {}
         self.entries: list[KernelEntry] = []
@@ -177,159 +151,6 @@ class Rewriter:
         self.instantiations: dict[int, tuple[int, int]] = {}
         self.tg_slot = 0
         self._fc_indices: dict[str, int] = {}
-        self._rejected = rejected_words()
-        self._rejected_attrs = rejected_attributes()
-
-    # ------------------------------------------------------------ helpers --
-    def where(self, i: int) -> tuple[str, int]:
-        return self.lines.locate(self.toks[i].start)
-
-    def error(self, i: int, message: str):
-        file, line = self.where(min(i, len(self.toks) - 1))
-        raise MetalCompileError(message, file=file, line=line)
-
-    def replace(self, start: int, end: int, text: str):
-        self.edits.append((start, end, text))
-
-    def blank(self, i: int, j: int, with_text: str | None = None):
-        """Removes tokens i..j-1, keeping their newlines (or puts `with_text`
-        in their place, followed by those newlines)."""
-        if i < j:
-            start, end = self.toks[i].start, self.toks[j - 1].end
-            newlines = "\n" * self.text.count("\n", start, end)
-            self.replace(start, end, (with_text or "") + newlines if (with_text or newlines) else " ")
-
-    def tokens_text(self, i: int, j: int, skip_attributes: bool = True) -> str:
-        """Tokens i..j-1 on one line, without Metal attributes, literals as
-        the rewriter spells them."""
-        parts = []
-        k = i
-        while k < j:
-            if skip_attributes and self.is_attr_open(k):
-                k = self.attribute_span(k)[0]
-                continue
-            t = self.toks[k]
-            fl = _float_literal(t.text) if t.kind == "number" else None
-            parts.append(_literal_text(*fl) if fl else t.text)
-            k += 1
-        return " ".join(parts)
-
-    def match_close(self, i: int) -> int:
-        """Index of the bracket closing the one at i."""
-        pairs = {"(": ")", "[": "]", "{": "}"}
-        open_, close = self.toks[i].text, pairs[self.toks[i].text]
-        depth = 0
-        for k in range(i, len(self.toks)):
-            t = self.toks[k].text
-            if t == open_:
-                depth += 1
-            elif t == close:
-                depth -= 1
-                if depth == 0:
-                    return k
-        self.error(i, f"unbalanced '{open_}'")
-
-    def match_angle(self, i: int) -> int:
-        """Index of the '>' closing the template argument list opened at i."""
-        depth = 0
-        k = i
-        while k < len(self.toks):
-            t = self.toks[k].text
-            if t in ("(", "[", "{"):
-                k = self.match_close(k)
-            elif t == "<":
-                depth += 1
-            elif t == ">":
-                depth -= 1
-                if depth == 0:
-                    return k
-            elif t == ">>":
-                depth -= 2
-                if depth <= 0:
-                    return k
-            elif t in (";", "}"):
-                break
-            k += 1
-        self.error(i, "unbalanced '<'")
-
-    def is_attr_open(self, i: int) -> bool:
-        return self.toks[i].text == "[" and i + 1 < len(self.toks) and self.toks[i + 1].text == "["
-
-    def attribute_span(self, i: int):
-        """For `[[...]]` at i: (end index past ']]', list of (name, arg tokens))."""
-        close = self.match_close(i)
-        inner = self.toks[i + 2 : close - 1]
-        attrs = []
-        k = 0
-        while k < len(inner):
-            if inner[k].text == ",":
-                k += 1
-                continue
-            name = inner[k].text
-            k += 1
-            while k + 1 < len(inner) and inner[k].text == "::":
-                name += "::" + inner[k + 1].text
-                k += 2
-            args = []
-            if k < len(inner) and inner[k].text == "(":
-                depth = 0
-                while k < len(inner):
-                    if inner[k].text == "(":
-                        depth += 1
-                    elif inner[k].text == ")":
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    args.append(inner[k])
-                    k += 1
-                args = args[1:]
-                k += 1
-            attrs.append((name, args))
-        return close + 1, attrs
-
-    @staticmethod
-    def attr_int(args: list[Token]) -> int:
-        text = "".join(t.text for t in args).rstrip("uUlL")
-        try:
-            return int(text, 0)
-        except ValueError:
-            return -1
-
-    @staticmethod
-    def attr_string(args: list[Token]) -> str:
-        parts = []
-        for t in args:
-            if t.kind == "string":
-                body = t.text[t.text.index('"') + 1 : -1]
-                parts.append(body.encode().decode("unicode_escape"))
-        return "".join(parts)
-
-    def statement_start(self, i: int) -> int:
-        """First token of the statement/declaration containing token i."""
-        k = i - 1
-        while k >= 0 and self.toks[k].text not in (";", "{", "}"):
-            if self.toks[k].text in (")", "]"):
-                # skip back over a bracketed group
-                depth = 0
-                while k >= 0:
-                    if self.toks[k].text in (")", "]"):
-                        depth += 1
-                    elif self.toks[k].text in ("(", "["):
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    k -= 1
-            k -= 1
-        return k + 1
-
-    def statement_end(self, i: int) -> int:
-        """Index of the ';' ending the statement that starts at i (brackets skipped)."""
-        k = i
-        while k < len(self.toks) and self.toks[k].text != ";":
-            if self.toks[k].text in ("(", "[", "{"):
-                k = self.match_close(k)
-            k += 1
-        return k
 
     # -------------------------------------------------------------- passes --
     def run(self) -> RewriteResult:
@@ -340,50 +161,6 @@ class Rewriter:
         self.replace(len(self.text), len(self.text),
                      '\nextern "C" __attribute__((visibility("default"))) const ::mk::RuntimeApi* __mk_rt = nullptr;\n')
         return RewriteResult(self.text, self.entries, self.edits, self.specs, self.entry_at, self.instantiations)
-
-    def scan_directives(self):
-        """Pass 1 ran with -dD: its `#define`/`#undef` lines give the macros
-        in effect at each point. They are dropped here (pass 2 must not
-        expand the expanded text again), after expanding object-like macros
-        in `#pragma unroll(...)`, which the preprocessor leaves alone."""
-        macros: dict[str, str | None] = {}  # name -> body (None: function-like)
-        for t in self.all_toks:
-            if t.kind != "marker":
-                continue
-            m = _DEFINE.match(t.text)
-            if m:
-                body = t.text[m.end():].strip() if not m.group(2) else None
-                macros[m.group(1)] = body
-                self.replace(t.start, t.end, "")
-                continue
-            m = _UNDEF.match(t.text)
-            if m:
-                macros.pop(m.group(1), None)
-                self.replace(t.start, t.end, "")
-                continue
-            m = _PRAGMA_UNROLL.match(t.text)
-            if m and re.search(r"[A-Za-z_]", m.group(2)):
-                expanded = _expand(m.group(2), macros)
-                # A function-like macro cannot be expanded here: the pragma is
-                # only a hint, so it goes rather than fail to compile.
-                self.replace(t.start, t.end, m.group(1) + expanded if expanded is not None else "")
-
-    def scan_literals_and_types(self):
-        for i, t in enumerate(self.toks):
-            if t.kind == "ident":
-                if t.text == "double":
-                    self.error(i, "'double' is not supported in Metal (Apple GPUs have no 64-bit "
-                               "floating point); use float")
-                if t.text in self._rejected:
-                    self.error(i, f"'{t.text}' is not supported: {self._rejected[t.text]}")
-            if t.kind == "number":
-                fl = _float_literal(t.text)
-                if fl is None:
-                    continue
-                if fl[1] in ("l", "L"):
-                    self.error(i, "long double literals are not supported in Metal")
-                if fl[1] in ("", "h", "H", "bf", "BF"):
-                    self.replace(t.start, t.end, _literal_text(*fl))
 
     def scan_declarations(self):
         """Walks scopes: namespaces, function bodies, kernels, instantiations."""
@@ -429,18 +206,6 @@ class Rewriter:
 
     _namespace = ""
 
-    def scan_function_constant_queries(self):
-        """`is_function_constant_defined(x)` -> true/false (after declarations are known)."""
-        toks = self.toks
-        for i, t in enumerate(toks):
-            if t.text == "is_function_constant_defined" and i + 1 < len(toks) and toks[i + 1].text == "(":
-                close = self.match_close(i + 1)
-                name = "".join(x.text for x in toks[i + 2 : close])
-                defined = name in self.function_constants or (
-                    name in self._fc_indices and self._fc_indices[name] in self.function_constants
-                )
-                self.replace(t.start, toks[close].end, "true" if defined else "false")
-
     def brace_kind(self, i: int) -> tuple[str, str]:
         start = self.statement_start(i)
         words = [t.text for t in self.toks[start:i]]
@@ -471,126 +236,6 @@ class Rewriter:
         return end
 
     # ------------------------------------------------------------- kernels --
-    def split_params(self, open_i: int, close_i: int) -> list[tuple[int, int]]:
-        return self.split_top(open_i + 1, close_i)
-
-    def split_top(self, start: int, stop: int) -> list[tuple[int, int]]:
-        """Token ranges of start..stop-1 split at top-level commas (outside
-        brackets and template argument lists)."""
-        parts = []
-        first = start
-        k = start
-        angle = 0
-        while k < stop:
-            t = self.toks[k].text
-            if t in ("(", "[", "{"):
-                k = self.match_close(k)
-            elif t == "<" and k > start and self.toks[k - 1].kind == "ident":
-                angle += 1
-            elif t == ">" and angle > 0:
-                angle -= 1
-            elif t == ">>" and angle > 0:
-                angle = max(0, angle - 2)
-            elif t == "," and angle == 0:
-                parts.append((first, k))
-                first = k + 1
-            k += 1
-        if first < stop:
-            parts.append((first, stop))
-        return parts
-
-    def parse_params(self, open_i: int, close_i: int, kernel_name: str, check: bool) -> list[Param]:
-        """The kernel's parameters; with `check`, Metal's rules for them."""
-        params: list[Param] = []
-        explicit = set()
-        pending = []
-        for a, b in self.split_params(open_i, close_i):
-            attrs = []
-            name = ""
-            words = []
-            k = a
-            while k < b:
-                if self.is_attr_open(k):
-                    end, got = self.attribute_span(k)
-                    attrs.extend(got)
-                    k = end
-                    continue
-                if self.toks[k].kind == "ident":
-                    name = self.toks[k].text
-                words.append(self.toks[k].text)
-                k += 1
-            p = Param(name=name, kind="buffer")
-            for aname, args in attrs:
-                if aname == "buffer":
-                    p.index = self.attr_int(args)
-                    explicit.add(p.index)
-                elif aname == "threadgroup":
-                    p.kind, p.index = "threadgroup", self.attr_int(args)
-                elif aname in THREAD_ATTRIBUTES:
-                    p.kind, p.attribute = "attribute", aname
-                elif aname in self._rejected_attrs:
-                    self.error(a, f"kernel '{kernel_name}': parameter '{name}': "
-                               f"[[{aname}]] is not supported: {self._rejected_attrs[aname]}")
-                elif aname in ("function_constant",):
-                    pass
-                else:
-                    self.error(a, f"kernel '{kernel_name}': parameter '{name}' has "
-                               f"an attribute this runtime does not know: [[{aname}]]")
-            if check:
-                self.check_param(a, kernel_name, p, words, bool(attrs))
-            if p.kind == "buffer" and p.index < 0:
-                pending.append(p)
-            params.append(p)
-        # Buffers without [[buffer(n)]] take the free indices in order.
-        nxt = 0
-        for p in pending:
-            while nxt in explicit:
-                nxt += 1
-            p.index = nxt
-            explicit.add(nxt)
-        return params
-
-    def check_param(self, at: int, kernel: str, p: Param, words: list[str], has_attr: bool):
-        """What Metal's compiler rejects in a kernel parameter."""
-        indirect = "*" in words or "&" in words
-        spaces = [w for w in words if w in ADDRESS_SPACES]
-        if indirect and not spaces:
-            self.error(at, f"kernel '{kernel}': parameter '{p.name}' is a pointer or reference without an "
-                       "address space; write `device` (read-write buffer) or `constant` (read-only), "
-                       "e.g. `device float* " + p.name + "`")
-        if not indirect and not has_attr:
-            if any(w.startswith(("texture", "depth", "sampler")) for w in words):
-                self.error(at, f"kernel '{kernel}': parameter '{p.name}': textures and samplers are "
-                           "not supported yet")
-            self.error(at, f"kernel '{kernel}': parameter '{p.name}' needs an attribute: Metal passes "
-                       f"scalars in buffers (`constant {' '.join(words[:-1]) or 'uint'}& {p.name} "
-                       "[[buffer(k)]]`) and thread ids with an attribute such as "
-                       "[[thread_position_in_grid]]")
-
-    def check_returns_void(self, start: int, name_i: int, name: str):
-        words = []
-        k = start
-        while k < name_i:
-            if self.is_attr_open(k):
-                k = self.attribute_span(k)[0]
-                continue
-            t = self.toks[k].text
-            if t == "template" and k + 1 < name_i and self.toks[k + 1].text == "<":
-                k = self.match_angle(k + 1) + 1
-                continue
-            if t == "__attribute__" and k + 1 < name_i and self.toks[k + 1].text == "(":
-                k = self.match_close(k + 1) + 1
-                continue
-            if k + 1 < name_i and self.toks[k + 1].text == "::":
-                k += 2  # a qualifier of the name
-                continue
-            if t not in _KERNEL_SPECIFIERS and t != "::":
-                words.append(t)
-            k += 1
-        if words != ["void"]:
-            self.error(name_i, f"kernel '{name}' must return void (kernels write their results to "
-                       f"buffers); it is declared to return '{' '.join(words)}'")
-
     def handle_kernel(self, i: int, attr_end: int | None = None) -> int:
         """A kernel (`kernel void f(...)`, or `[[kernel]] void f(...)` with
         the attribute at i ending at `attr_end`): its parameters, its checks,
@@ -728,36 +373,6 @@ class Rewriter:
         self.blank(i, end + 1, " ".join(out))
         return end + 1
 
-    def handle_function_constant(self, i: int) -> int:
-        """`[static] constant [constexpr const] T name [[function_constant(n)]];`
-        at namespace scope -> `constexpr T name = T(value);`."""
-        toks = self.toks
-        start = self.statement_start(i)
-        end = i
-        while end < len(toks) and toks[end].text not in (";", "{", "("):
-            if self.is_attr_open(end):
-                end = self.attribute_span(end)[0]
-                continue
-            end += 1
-        if end >= len(toks) or toks[end].text != ";":
-            return i + 1
-        for q in range(i, end):
-            if not self.is_attr_open(q):
-                continue
-            _, attrs = self.attribute_span(q)
-            for aname, args in attrs:
-                if aname != "function_constant":
-                    continue
-                index = self.attr_int(args)
-                name = toks[q - 1].text
-                type_text = " ".join(t.text for t in toks[start:q - 1] if t.text not in _FC_SPECIFIERS)
-                value = self.function_constants.get(name, self.function_constants.get(index))
-                self._fc_indices[name] = index
-                init = "{}" if value is None else f"({_cxx_value(value)})"
-                self.blank(start, end + 1, f"constexpr {type_text} {name} = {type_text}{init};")
-                return end + 1
-        return i + 1
-
     def handle_instantiation(self, i: int) -> int:
         """`template [[host_name("x")]] kernel <type> name<args>(params);`
         (template arguments may be deduced; <type> may be a typedef or
@@ -891,45 +506,6 @@ class Rewriter:
             return end, " ", ""
         _, line, spelled = self.lines.locate_spelled(end)
         return nl, f'\n# {sym + 1} "{GENERATED_FILE}"\n', f"\n# {line + 1} {spelled}"
-
-
-def _literal_text(body: str, suffix: str) -> str:
-    """A floating literal as the C++ pass spells it (Metal has no double)."""
-    if suffix in ("h", "H"):
-        return f"((half){body}f)"
-    if suffix in ("bf", "BF"):
-        return f"((bfloat){body}f)"
-    return body + ("f" if suffix == "" else suffix)
-
-
-def _expand(text: str, macros: dict[str, str | None], depth: int = 0) -> str | None:
-    """`text` with its object-like macros expanded (None if it uses a
-    function-like one)."""
-    if depth > 32:
-        return None
-    out = []
-    for tok in re.split(r"([A-Za-z_]\w*)", text):
-        if tok in macros:
-            body = macros[tok]
-            if body is None:
-                return None
-            inner = _expand(body, {k: v for k, v in macros.items() if k != tok}, depth + 1)
-            if inner is None:
-                return None
-            out.append(f"({inner})")
-        else:
-            out.append(tok)
-    return "".join(out)
-
-
-def _cxx_value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return f"{value}ll"
-    if isinstance(value, float):
-        return repr(float(value)) + "f" if "e" in repr(value) or "." in repr(value) else f"{value}.0f"
-    raise TypeError(f"function constant values must be bool, int or float, not {type(value).__name__}")
 
 
 def rewrite(text: str, function_constants: dict | None = None) -> RewriteResult:
