@@ -79,9 +79,14 @@ def _candle_files(root: Path):
 
 
 def _pytorch_files(root: Path):
+    """The checkout's own c10/metal headers come first when it has them
+    (kernels of PyTorch main use helpers a released wheel may lack); else
+    the installed torch's, which compile_shader adds."""
     base = next((p for p in (root / "aten/src/ATen/native/mps/kernels", root) if p.is_dir()), root)
     src = next((p for p in base.parents if p.name == "src" and (p / "ATen").is_dir()), None)
-    return [(f, ([str(src)] if src else []) + [str(f.parent)]) for f in sorted(base.glob("*.metal"))]
+    incs = [str(root)] if (root / "c10" / "metal").is_dir() else []
+    incs += [str(src)] if src else []
+    return [(f, incs + [str(f.parent)]) for f in sorted(base.glob("*.metal"))]
 
 
 CORPORA = {"mlx": _mlx_files, "ggml": _ggml_files, "candle": _candle_files, "pytorch": _pytorch_files}
@@ -159,8 +164,8 @@ def _unary(fn, arg_order="in_out", size_arg=True, threads=None, domain=(-3.0, 3.
 def _compare(got, want, tol) -> tuple[bool, float]:
     torch = _torch()
     g, w = got.double(), want.double()
-    both_nan = torch.isnan(g) & torch.isnan(w)
-    err = ((g - w).abs() / (w.abs() + 1.0)).masked_fill(both_nan, 0.0)
+    same = (torch.isnan(g) & torch.isnan(w)) | (g == w)  # NaN for NaN, inf for inf
+    err = ((g - w).abs() / (w.abs() + 1.0)).masked_fill(same, 0.0)
     worst = float(err.max()) if err.numel() else 0.0
     return (not math.isnan(worst) and worst <= tol), worst
 
@@ -226,6 +231,66 @@ def _pytorch_lerp(kernel):
     return _compare(out, torch.lerp(s, e, w), 1e-6)
 
 
+def _pytorch_cross(kernel):
+    torch = _torch()
+    a, b = torch.randn(100, 3), torch.randn(100, 3)
+    out = torch.full((100, 3), float("nan"))
+    kernel(out, a, b, 1, threads=100)  # cross dim innermost: stride 1
+    return _compare(out, torch.linalg.cross(a, b, dim=-1), 1e-6)
+
+
+def _pytorch_renorm(kernel):
+    torch = _torch()
+    norm = torch.rand(200) * 4
+    out = torch.full((200,), float("nan"))
+    kernel(norm, out, 2.0)
+    want = torch.where(norm > 2.0, 2.0 / (norm + 1e-7), torch.ones(200))
+    return _compare(out, want, 1e-6)
+
+
+def _pytorch_eye(kernel):
+    torch = _torch()
+    rows, cols = 5, 7
+    out = torch.full((rows, cols), float("nan"))
+    kernel(out, cols, 1, threads=[cols, rows], group_size=[cols, 1])
+    return _compare(out, torch.eye(rows, cols), 0)
+
+
+def _pytorch_repeat_interleave(kernel):
+    torch = _torch()
+    repeats = torch.randint(0, 4, (50,), dtype=torch.int64)
+    want = torch.repeat_interleave(torch.arange(50), repeats)
+    out = torch.full((int(repeats.sum()),), -1, dtype=torch.int64)
+    kernel(repeats, repeats.cumsum(0), out, threads=50)
+    return _compare(out, want, 0)
+
+
+def _pytorch_layer_norm(kernel):
+    torch = _torch()
+    rows, n = 6, 1000
+    x = torch.randn(rows, n)
+    w, b = torch.rand(n), torch.randn(n)
+    out = torch.full((rows, n), float("nan"))
+    mean, rstd = torch.full((rows,), float("nan")), torch.full((rows,), float("nan"))
+    group = (n + 3) // 4
+    kernel(x, out, mean, rstd, n, 1e-5, 1, 1, w, b, threads=rows * group, group_size=group)
+    want = torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5)
+    ok_out, err = _compare(out, want, 1e-4)
+    ok_mean, err_mean = _compare(mean, x.mean(1), 1e-5)
+    return ok_out and ok_mean, max(err, err_mean)
+
+
+def _pytorch_amp_unscale(kernel):
+    torch = _torch()
+    data = torch.randn(300)
+    data[17] = float("inf")
+    want = data * 0.25
+    found = torch.zeros(1)
+    kernel(data, found, 0.25)
+    ok, err = _compare(data, want, 0)
+    return ok and found.item() == 1.0, err
+
+
 def _mlx_add(kernel):
     torch = _torch()
     n = 1000
@@ -258,6 +323,12 @@ CHECKS = {
         ("BinaryKernel.metal", "maximum_dense_int_int", _pytorch_binary(lambda a, b: a.maximum(b), "int32", 0)),
         ("BinaryKernel.metal", "logaddexp_dense_float_float", _pytorch_binary(lambda a, b: a.logaddexp(b))),
         ("BinaryKernel.metal", "lerp_tensor_dense_float", _pytorch_lerp),
+        ("CrossKernel.metal", "cross_dense_float", _pytorch_cross),
+        ("RenormKernel.metal", "renorm_float", _pytorch_renorm),
+        ("Eye.metal", "eye_float", _pytorch_eye),
+        ("Repeat.metal", "repeat_interleave_int64_t", _pytorch_repeat_interleave),
+        ("LayerNorm.metal", "layer_norm_single_row_float", _pytorch_layer_norm),
+        ("Amp.metal", "ampNonFiniteCheckAndUnscaleSingle_float", _pytorch_amp_unscale),
     ],
     "ggml": [
         ("ggml-metal.metal", "kernel_relu", _unary(lambda x: x.clamp(min=0), size_arg=False)),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import MetalCompileError
 
@@ -26,6 +26,7 @@ _TOKEN = re.compile(
   | (?P<number>\.?\d(?:[eEpP][+-]|[\w.']|)*)
   | (?P<ident>[A-Za-z_]\w*)
   | (?P<punct>\.\.\.|->\*|<<=|>>=|<=>|::|->|\+\+|--|<<|&&|\|\||[<>=!+\-*/%&|^]=|\#\#|[{}\[\]()<>;:,.?~!+\-*/%&|^=\#@\\$`])
+  | (?P<other>.)  # anything unexpected: a one-character punctuator clang will report
     """,
     re.VERBOSE | re.MULTILINE,
 )
@@ -33,8 +34,7 @@ _TOKEN = re.compile(
 _MARKER = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"((?:\\.|[^"\\])*)"')
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     kind: str  # ident, number, string, char, punct, marker
     text: str
     start: int
@@ -42,24 +42,9 @@ class Token:
 
 
 def tokenize(text: str) -> list[Token]:
-    tokens = []
-    pos = 0
-    n = len(text)
-    while pos < n:
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            # Anything unexpected becomes a one-character punctuator; the
-            # compiler will report it with a proper location.
-            tokens.append(Token("punct", text[pos], pos, pos + 1))
-            pos += 1
-            continue
-        kind = m.lastgroup
-        if kind == "delim":
-            kind = "string"
-        if kind != "space":
-            tokens.append(Token(kind, m.group(0), m.start(), m.end()))
-        pos = m.end()
-    return tokens
+    kinds = {"delim": "string", "other": "punct"}
+    return [Token(kinds.get(m.lastgroup, m.lastgroup), m.group(), m.start(), m.end())
+            for m in _TOKEN.finditer(text) if m.lastgroup != "space"]
 
 
 class LineMap:

@@ -492,20 +492,39 @@ class Rewriter(LexicalRewrites, SignatureRules):
         name the kernel by the marker's line), when the rest of the line
         stays in the same scope; else right after the token."""
         end = self.toks[at].end
-        nl = self.text.find("\n", end)
-        nl = len(self.text) if nl < 0 else nl
-        depth = 0
-        k = at + 1
-        while k < len(self.toks) and self.toks[k].start < nl:
-            depth += {"{": 1, "}": -1}.get(self.toks[k].text, 0)
-            if depth < 0:
-                break
-            k += 1
-        last = self.toks[k - 1].text
-        if depth != 0 or last not in (";", "}"):
+        nl, first, depth, low, last = self._line_scopes(at)
+        k = at - first
+        if last not in (";", "}") or depth[-1] != depth[k] or low[k] < depth[k]:
             return end, " ", ""
         _, line, spelled = self.lines.locate_spelled(end)
         return nl, f'\n# {sym + 1} "{GENERATED_FILE}"\n', f"\n# {line + 1} {spelled}"
+
+    def _line_scopes(self, at: int):
+        """For the line of token `at` (macro expansions put hundreds of
+        instantiations on one): its end offset, its first token, the brace
+        depth after each of its tokens, the lowest depth after each, and its
+        last token. Computed once per line."""
+        cache = self.__dict__.setdefault("_scopes", {})
+        nl = self.text.find("\n", self.toks[at].end)
+        nl = len(self.text) if nl < 0 else nl
+        if nl not in cache:
+            line_start = self.text.rfind("\n", 0, self.toks[at].start) + 1
+            first = at
+            while first > 0 and self.toks[first - 1].start >= line_start:
+                first -= 1
+            stop = at
+            while stop < len(self.toks) and self.toks[stop].start < nl:
+                stop += 1
+            depth, d = [], 0
+            for t in self.toks[first:stop]:
+                d += {"{": 1, "}": -1}.get(t.text, 0)
+                depth.append(d)
+            low = depth[:]
+            for k in range(len(low) - 2, -1, -1):
+                low[k] = min(depth[k + 1], low[k + 1])
+            low[-1] = depth[-1]
+            cache[nl] = (nl, first, depth, low, self.toks[stop - 1].text)
+        return cache[nl]
 
 
 def rewrite(text: str, function_constants: dict | None = None) -> RewriteResult:

@@ -73,7 +73,7 @@ class SignatureRules(TokenView):
 
     def check_param(self, at: int, kernel: str, p: Param, words: list[str], has_attr: bool):
         """What Metal's compiler rejects in a kernel parameter."""
-        indirect = "*" in words or "&" in words
+        indirect = "*" in words or "&" in words or "[" in words  # arrays are pointers
         spaces = [w for w in words if w in ADDRESS_SPACES]
         if indirect and not spaces:
             self.error(at, f"kernel '{kernel}': parameter '{p.name}' is a pointer or reference without an "

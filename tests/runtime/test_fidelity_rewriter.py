@@ -61,6 +61,12 @@ kernel void offset(device int* o [[buffer(0)]], uint i [[thread_position_in_grid
   o[i] = int(i) + (use_offset ? 100 : 0);
 }
 
+// An array parameter is a pointer: it needs an address space, not an attribute.
+kernel void strided(device float* o [[buffer(0)]], constant const long strides[2],
+                    uint i [[thread_position_in_grid]]) {
+  o[i] = float(strides[0] * long(i) + strides[1]);
+}
+
 // A macro in #pragma unroll(...).
 kernel void unrolled(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) {
   float acc = 0;
@@ -107,6 +113,12 @@ def test_static_constexpr_function_constant(lib, poison):
     out = poison(3, torch.int32)
     lib.offset(out)
     assert out.tolist() == [100, 101, 102]
+
+
+def test_array_parameter_is_a_buffer(lib, poison):
+    out = poison(3)
+    lib.strided(out, [2, 1])
+    assert out.tolist() == [1.0, 3.0, 5.0]
 
 
 def test_macro_inside_pragma_unroll(lib, poison):
