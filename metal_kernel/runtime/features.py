@@ -1,100 +1,157 @@
 """Which MSL features the runtime supports, and why not where it does not.
 
-One table, used twice: the rewriter rejects the words and attributes marked
-"rejected" here with the reason given, and docs/compatibility.md's feature
-section is generated from it (`python -m metal_kernel.runtime.features`).
-Every "supported" row names the test that shows it.
+One table, used three times: the rewriter rejects the words and parameter
+attributes of the "rejected" rows with the reason given, and the feature
+tables of README.md and docs/compatibility.md are generated from it:
+
+    python -m metal_kernel.runtime.features --update README.md docs/compatibility.md
+
+(tests/runtime/test_features_doc.py fails when they are stale). A supported
+row names the tests that show it.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from pathlib import Path
+
+# status: "yes", "partial", "rejected" (a clear compile error naming the
+# line, as Apple's compiler gives for what Metal itself rejects), "no"
+# (not implemented: compiling fails or the construct is refused).
 
 
 @dataclass(frozen=True)
 class Feature:
-    area: str
     name: str
-    status: str  # "supported", "partial", "rejected" (a clear compile error)
-    why: str  # for "supported": the test that shows it; otherwise the reason
-    words: tuple[str, ...] = ()  # identifiers the rewriter rejects with `why`
-    attributes: tuple[str, ...] = ()  # parameter attributes it rejects with `why`
+    status: str
+    notes: str  # how it behaves, or why not
+    shown_by: str = ""  # tests
+    words: tuple[str, ...] = ()  # identifiers the rewriter rejects with `notes`
+    attributes: tuple[str, ...] = ()  # parameter attributes it rejects with `notes`
 
+
+_T = "tests/runtime/"
 
 FEATURES: tuple[Feature, ...] = (
-    # ---------------------------------------------------------- language --
-    Feature("language", "C++17 templates, constexpr, if constexpr, decltype, static_assert", "supported",
-            "clang compiles them (tests/runtime/test_language.py)"),
-    Feature("language", "`double`", "rejected",
-            "Apple GPUs have no 64-bit floating point; the Metal compiler rejects it too"),
-    Feature("language", "function constants `[[function_constant(n)]]`, `is_function_constant_defined`",
-            "supported", "values from compile_shader(function_constants=...) "
-            "(tests/runtime/test_fidelity_rewriter.py)"),
-    Feature("language", "`#pragma unroll(N)` with N a macro", "supported",
-            "the macro is expanded before pass 2 (tests/runtime/test_fidelity_rewriter.py)"),
-    Feature("language", "kernel and template names that shadow library functions (`max`, `exp`) or "
-            "one-letter names", "supported",
-            "generated entry code calls kernels by qualified name (tests/runtime/test_fidelity_rewriter.py)"),
-    # ----------------------------------------------------------- kernels --
-    Feature("kernels", "explicit instantiation with `[[host_name]]`, with or without template arguments, "
-            "`decltype`/typedef forms, overloaded kernel templates", "supported",
-            "tests/runtime/test_fidelity_rewriter.py"),
-    Feature("kernels", "kernel returning a value", "rejected",
-            "Metal kernels return void and write results to buffers"),
-    Feature("kernels", "pointer or reference parameter without an address space", "rejected",
-            "Metal requires `device`, `constant` or `threadgroup` on kernel pointer parameters"),
-    Feature("kernels", "scalar or vector parameter without an attribute", "rejected",
-            "Metal passes scalars in buffers: `constant uint& n [[buffer(k)]]`"),
-    Feature("kernels", "buffer parameters without `[[buffer(n)]]`", "supported",
-            "bound in parameter order, as Metal does (tests/runtime/test_calling_convention.py)"),
-    Feature("kernels", "textures, samplers (`[[texture(n)]]`, `[[sampler(n)]]`)", "rejected",
-            "not implemented: no ML kernel in the measured corpora uses them",
+    Feature("`device` / `constant` / `threadgroup` / `thread` address spaces, pointer casts", "yes",
+            "one CPU address space; `constant` is `const`, so `constant`/`device` overloads stay distinct",
+            _T + "test_language.py"),
+    Feature("overloads that differ only by `device` vs `threadgroup` vs `thread`", "no",
+            "they collide (the address spaces are one on a CPU)"),
+    Feature("`threadgroup_imageblock` address space", "rejected",
+            "imageblocks are tile memory of Apple GPUs; not implemented", _T + "test_fidelity_rewriter.py",
+            words=("threadgroup_imageblock",)),
+    Feature("`ray_data`, `object_data` address spaces", "rejected",
+            "ray-tracing and mesh-shader payloads do not exist in compute kernels",
+            _T + "test_fidelity_rewriter.py", words=("ray_data", "object_data")),
+    Feature("buffer binding by `[[buffer(n)]]` or by parameter order; array parameters", "yes",
+            "as Metal binds them", _T + "test_calling_convention.py, test_fidelity_rewriter.py"),
+    Feature("`constant T&` scalars and structs with 64-bit fields", "yes",
+            "size-checked against the buffer given; a Python number whose bytes the declared type would "
+            "misread (an int for a `float`, a float for a `half` or an integer) is refused with the fix",
+            _T + "test_calling_convention.py, test_fidelity_binding.py"),
+    Feature("kernels that return a value, pointer parameters without an address space, scalar "
+            "parameters without an attribute", "rejected", "Apple's compiler rejects them too",
+            _T + "test_fidelity_rewriter.py"),
+    Feature("every thread / threadgroup / simdgroup / quadgroup attribute, `uint`/`ushort`/vector forms",
+            "yes", "partial threadgroups report their actual size in `threads_per_threadgroup`",
+            _T + "test_execution_model.py"),
+    Feature("`threadgroup` arrays in kernel bodies (any declarator: `vec<T, 2> a[n]`, sizes from "
+            "kernel-local constants), `[[threadgroup(n)]]` parameters", "yes",
+            "32 KiB per threadgroup in all, as on Apple GPUs; more is refused",
+            _T + "test_execution_model.py, test_fidelity_rewriter.py, test_fidelity_binding.py"),
+    Feature("`threadgroup` arrays with an initializer (`threadgroup float b[32] = {0};`)", "partial",
+            "accepted as Metal accepts it; the initializer is not applied (threadgroup memory starts "
+            "uninitialised, as on the GPU): write it before a barrier", _T + "test_fidelity_rewriter.py"),
+    Feature("`threadgroup_barrier` (all `mem_flags`), `simdgroup_barrier`", "yes", "",
+            _T + "test_execution_model.py"),
+    Feature("scalar and vector types, swizzles (rvalue and lvalue), mixed constructors, subscripts", "yes",
+            "no 8/16-wide vectors", _T + "test_language.py"),
+    Feature("`half` (IEEE binary16, rounded per operation), `bfloat` (round-to-nearest-even)", "yes", "",
+            _T + "test_language.py"),
+    Feature("`packed_*`, `vec<T,N>`, `metal::array`, matrix types (`float4x4`, `matrix<T,C,R>`)", "yes", "",
+            _T + "test_language.py"),
+    Feature("math library, `precise::`", "yes",
+            "within 2 ulp of numpy (half/bfloat computed in float, rounded once)", _T + "test_language.py"),
+    Feature("`fast::`", "yes", "same as precise (more accurate than Metal requires)", _T + "test_language.py"),
+    Feature("`as_type`, `select`, type traits, `numeric_limits`", "yes", "", _T + "test_language.py"),
+    Feature("C++17: templates, `constexpr`, `if constexpr`, `decltype`, `static_assert`", "yes",
+            "clang compiles them", _T + "test_language.py"),
+    Feature("`[[host_name]]` instantiation with or without template arguments, `typedef decltype(...)` "
+            "and `decltype` forms, several kernel templates of one name, `[[kernel]]`", "yes", "",
+            _T + "test_language.py, test_fidelity_rewriter.py"),
+    Feature("kernels named like library functions (`max`, `exp`) or one-letter names", "yes",
+            "the generated entry points call kernels by qualified name", _T + "test_fidelity_rewriter.py"),
+    Feature("function constants (`static constant constexpr const` spellings too), "
+            "`is_function_constant_defined`", "yes", "values from compile_shader(function_constants=...)",
+            _T + "test_execution_model.py, test_fidelity_rewriter.py"),
+    Feature("`#pragma unroll(N)` with N a macro", "yes", "the macro is expanded before the C++ pass",
+            _T + "test_fidelity_rewriter.py"),
+    Feature("`__METAL__`, `__METAL_VERSION__`, `#include <c10/metal/...>`", "yes",
+            "every header of the installed torch compiles unmodified", _T + "test_c10_headers.py"),
+    Feature("`simd_*` and `quad_*` functions over the active lanes", "yes",
+            "divergent branches, loops, partial simdgroups", _T + "test_simd.py"),
+    Feature("`simdgroup_matrix<T,8,8>` (float, half, bfloat): load/store/transpose, multiply(-accumulate), "
+            "`thread_elements()`", "yes", "Apple's lane layout", _T + "test_simdgroup_matrix.py"),
+    Feature("atomics (`atomic_int/uint/float/bool/ulong`), every `atomic_*_explicit`, 64-bit min/max", "yes",
+            "on device and threadgroup memory, correct across cores", _T + "test_atomics.py"),
+    Feature("`double`", "rejected", "Apple GPUs have no 64-bit floating point; Metal rejects it too",
+            _T + "test_calling_convention.py"),
+    Feature("integer division by zero, wild pointers, stack overflow", "yes",
+            "reported as `KernelError`; the process survives", _T + "test_faults.py"),
+    Feature("endless loops", "yes",
+            "never deleted by the optimiser (C++'s forward-progress rule is off); stopped by `timeout=` / "
+            "`METAL_KERNEL_TIMEOUT` (`KernelTimeout`) or Ctrl-C; no timeout by default",
+            _T + "test_timeouts.py, test_fidelity_binding.py"),
+    Feature("read-only, broadcast (stride 0) or self-overlapping arrays for a parameter the kernel may "
+            "write", "rejected", "the kernel would write memory the array does not own, or that several "
+            "elements share", _T + "test_fidelity_binding.py"),
+    Feature("textures, samplers (`[[texture(n)]]`, `[[sampler(n)]]`)", "rejected",
+            "not implemented: no kernel of the measured ML corpora uses them", "",
             attributes=("texture", "sampler")),
-    Feature("kernels", "`[[stage_in]]`", "rejected", "vertex inputs do not exist in compute kernels",
+    Feature("`[[stage_in]]`", "rejected", "vertex inputs do not exist in compute kernels", "",
             attributes=("stage_in",)),
-    # ------------------------------------------------------ address spaces --
-    Feature("address spaces", "`device`, `constant`, `thread`, `threadgroup`", "supported",
-            "tests/runtime/test_execution_model.py"),
-    Feature("address spaces", "threadgroup arrays with an initializer (`threadgroup float b[32] = {0};`)",
-            "partial", "accepted as Metal does; the initializer is not applied (threadgroup memory starts "
-            "uninitialised, as on the GPU): initialise it explicitly before a barrier"),
-    Feature("address spaces", "`threadgroup_imageblock`", "rejected",
-            "imageblocks are tile memory of Apple GPUs; not implemented", words=("threadgroup_imageblock",)),
-    Feature("address spaces", "`ray_data`", "rejected",
-            "ray-tracing intersection payloads do not exist in compute kernels", words=("ray_data",)),
-    Feature("address spaces", "`object_data`", "rejected",
-            "mesh/object shader payloads do not exist in compute kernels", words=("object_data",)),
-    # ---------------------------------------------------------- dispatch --
-    Feature("dispatch", "`threadgroup_memory=` (dynamic `[[threadgroup(n)]]` buffers) up to 32 KiB in all",
-            "supported", "more is refused as on Apple GPUs (tests/runtime/test_fidelity_binding.py)"),
-    Feature("dispatch", "endless loops", "supported",
-            "never deleted by the optimiser (-fno-finite-loops); `timeout=` stops them "
-            "(tests/runtime/test_fidelity_binding.py)"),
-    Feature("dispatch", "Python scalars for `constant T&` parameters", "supported",
-            "a Python int for a float parameter, or a float for an integer or half one, is refused "
-            "with the fix (tests/runtime/test_fidelity_binding.py)"),
-    Feature("dispatch", "read-only, broadcast (stride 0) or self-overlapping arrays as writable buffers",
-            "rejected", "the kernel would write memory the array does not own or that other elements share"),
+    Feature("Metal 4 tensors, MetalPerformancePrimitives", "no", "not implemented"),
+    Feature("out-of-bounds accesses that land in mapped memory", "no",
+            "not detected yet (the checking mode is the next piece)"),
 )
 
 
 def rejected_words() -> dict[str, str]:
     """Identifier -> why the rewriter rejects it."""
-    return {w: f.why for f in FEATURES if f.status == "rejected" for w in f.words}
+    return {w: f.notes for f in FEATURES if f.status == "rejected" for w in f.words}
 
 
 def rejected_attributes() -> dict[str, str]:
     """Parameter attribute -> why the rewriter rejects it."""
-    return {a: f.why for f in FEATURES if f.status == "rejected" for a in f.attributes}
+    return {a: f.notes for f in FEATURES if f.status == "rejected" for a in f.attributes}
+
+
+BEGIN, END = "<!-- features:begin (generated from metal_kernel/runtime/features.py) -->", "<!-- features:end -->"
 
 
 def markdown() -> str:
-    """The feature table of docs/compatibility.md."""
-    rows = ["| area | feature | status | why / shown by |", "|---|---|---|---|"]
-    for f in FEATURES:
-        rows.append(f"| {f.area} | {f.name} | {f.status} | {f.why} |")
+    rows = ["| Feature | Status | Notes | Shown by |", "|---|---|---|---|"]
+    rows += [f"| {f.name} | {f.status} | {f.notes} | {f.shown_by} |" for f in FEATURES]
     return "\n".join(rows) + "\n"
 
 
-if __name__ == "__main__":
+def with_table(text: str) -> str:
+    """`text` with the table between its markers replaced by the current one."""
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    return text[:start] + "\n" + markdown() + text[end:]
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--update"]:
+        for name in argv[1:]:
+            path = Path(name)
+            path.write_text(with_table(path.read_text()))
+        return 0
     print(markdown(), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
