@@ -137,6 +137,41 @@ def _warm(cache: str):
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
 
 
+def profile(path: Path, include_dirs: list[str]) -> dict:
+    """Where one file's compile time goes: pass 1 (clang -E), the Python
+    rewriter, the whole-file check or build (clang), and the first kernel
+    built on demand (clang + the work-item pass if it synchronises)."""
+    import metal_kernel
+    from metal_kernel.runtime import compiler, pass2
+    from metal_kernel.runtime.rewriter import rewrite
+
+    opts = compiler.CompileOptions(include_dirs=tuple(include_dirs), source_name=str(path))
+    tc = compiler.find_toolchain()
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        pp = compiler.preprocess(path.read_text(), opts, tc, tmp)
+        out["pass 1 (clang -E)"] = time.perf_counter() - t
+        t = time.perf_counter()
+        rw = rewrite(pp, {})
+        out["rewriter (Python)"] = time.perf_counter() - t
+        out["kernels"] = len(rw.kernels)
+        ctx = pass2.Context(tc, opts.optimize, compiler.cache_dir() / "objects", compiler.runtime_version(), tmp)
+        t = time.perf_counter()
+        if len(rw.kernels) > compiler.EAGER_KERNELS:
+            failed = pass2.syntax_check(ctx, rw.check_source())
+            out["whole-file check (clang -fsyntax-only)"] = time.perf_counter() - t
+            out["check"] = "ok" if failed is None else "errors"
+    t = time.perf_counter()
+    lib = metal_kernel.compile_shader(path.read_text(), include_dirs=include_dirs, source_name=str(path))
+    out["compile_shader (cache cold for this file)"] = time.perf_counter() - t
+    if dir(lib):
+        t = time.perf_counter()
+        kernel = getattr(lib, dir(lib)[0])
+        out[f"first use of {kernel.name} ({kernel.execution_mode})"] = time.perf_counter() - t
+    return out
+
+
 # ---------------------------------------------------------------- checks --
 def _torch():
     import torch
@@ -411,8 +446,10 @@ def update_doc(path: Path, report: Report, command: str):
     """Replaces the corpus section of docs/compatibility.md (between its markers)."""
     text = path.read_text()
     begin, end = "<!-- corpus:begin -->", "<!-- corpus:end -->"
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     body = (f"{begin}\nMeasured with `{command}` on {time.strftime('%Y-%m-%d')} "
-            f"({os.cpu_count()} cores):\n\n{table(report)}\n<details><summary>Per file and per kernel</summary>\n\n"
+            f"({os.cpu_count()} cores, load average {load} at the end: other processes shared them):\n\n"
+            f"{table(report)}\n<details><summary>Per file and per kernel</summary>\n\n"
             f"{details(report)}\n</details>\n{end}")
     if begin in text and end in text:
         text = text[:text.index(begin)] + body + text[text.index(end) + len(end):]
@@ -429,6 +466,7 @@ def main(argv=None):
     ap.add_argument("--update-doc", type=Path, help="rewrite the corpus section of this markdown file")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per file (default 600)")
     ap.add_argument("--only", help="only files whose name contains this")
+    ap.add_argument("--profile", type=Path, help="print where the compile time of this one file goes")
     ap.add_argument("--compile-one", help=argparse.SUPPRESS)
     ap.add_argument("--include", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -436,6 +474,15 @@ def main(argv=None):
         print(json.dumps(compile_one(args.compile_one, json.loads(args.include))))
         return 0
     roots = {c: getattr(args, c) for c in CORPORA if getattr(args, c)}
+    if args.profile:
+        incs = next((i for c, r in roots.items() for f, i in CORPORA[c](r) if f == args.profile.resolve()),
+                    [str(args.profile.parent)])
+        with tempfile.TemporaryDirectory(prefix="mk-corpus-") as cache:
+            _warm(cache)
+            os.environ["METAL_KERNEL_CACHE_DIR"] = cache
+            for what, value in profile(args.profile.resolve(), incs).items():
+                print(f"  {what:55s} {value:8.2f} s" if isinstance(value, float) else f"  {what:55s} {value}")
+        return 0
     if not roots:
         ap.error("give at least one of --mlx, --ggml, --candle, --pytorch")
     report = Report()

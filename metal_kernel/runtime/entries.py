@@ -147,3 +147,46 @@ def entry_code(spec: EntrySpec, workitem: bool) -> str:
             f" __mk_z, __mk_lin); (void)__mk_t; (void)__mk_g; {call}({', '.join(wi)}); }}"
         )
     return code
+
+
+def entry_position(view, at: int, sym: int) -> tuple[int, str, str]:
+    """Where the entry points of kernel `sym` go, after token `at`: on
+    lines of their own at the end of that line, under a line marker of
+    the generated file (diagnostics then never show generated code, and
+    name the kernel by the marker's line), when the rest of the line
+    stays in the same scope; else right after the token."""
+    end = view.toks[at].end
+    nl, first, depth, low, last = _line_scopes(view, at)
+    k = at - first
+    if last not in (";", "}") or depth[-1] != depth[k] or low[k] < depth[k]:
+        return end, " ", ""
+    _, line, spelled = view.lines.locate_spelled(end)
+    return nl, f'\n# {sym + 1} "{GENERATED_FILE}"\n', f"\n# {line + 1} {spelled}"
+
+
+def _line_scopes(view, at: int):
+    """For the line of token `at` (macro expansions put hundreds of
+    instantiations on one): its end offset, its first token, the brace
+    depth after each of its tokens, the lowest depth after each, and its
+    last token. Computed once per line."""
+    cache = view.__dict__.setdefault("_line_scope_cache", {})
+    nl = view.text.find("\n", view.toks[at].end)
+    nl = len(view.text) if nl < 0 else nl
+    if nl not in cache:
+        line_start = view.text.rfind("\n", 0, view.toks[at].start) + 1
+        first = at
+        while first > 0 and view.toks[first - 1].start >= line_start:
+            first -= 1
+        stop = at
+        while stop < len(view.toks) and view.toks[stop].start < nl:
+            stop += 1
+        depth, d = [], 0
+        for t in view.toks[first:stop]:
+            d += {"{": 1, "}": -1}.get(t.text, 0)
+            depth.append(d)
+        low = depth[:]
+        for k in range(len(low) - 2, -1, -1):
+            low[k] = min(depth[k + 1], low[k + 1])
+        low[-1] = depth[-1]
+        cache[nl] = (nl, first, depth, low, view.toks[stop - 1].text)
+    return cache[nl]

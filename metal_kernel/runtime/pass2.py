@@ -30,6 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .diagnostics import only_zig_rename
 from .rewriter import KernelEntry, RewriteResult
 from .toolchain import Toolchain
 
@@ -165,7 +166,6 @@ class Context:
         if proc.returncode != 0 and prelude[0] == "-include-pch" and any(w in proc.stderr for w in _PCH_TROUBLE):
             Path(prelude[1]).unlink(missing_ok=True)  # rebuilt by the next compile
             proc = self._run([*flags, "-include", str(PRELUDE), "-include", str(BINDING), path, *rest])
-        proc.cpp_path = path
         return proc
 
     def _run(self, args: list[str]) -> subprocess.CompletedProcess:
@@ -192,15 +192,9 @@ def syntax_check(ctx: Context, cpp: str) -> subprocess.CompletedProcess | None:
     """None when `cpp` has no error (semantic analysis of every kernel and
     instantiation, no code generation), else clang's result."""
     proc = ctx.compile_cxx(cpp, ["-fsyntax-only"])
-    if proc.returncode == 0 or (ctx.tc.is_zig and _only_zig_rename(proc.stderr)):
+    if proc.returncode == 0 or (ctx.tc.is_zig and only_zig_rename(proc.stderr)):
         return None
     return proc
-
-
-def _only_zig_rename(stderr: str) -> bool:
-    from .diagnostics import only_zig_rename
-
-    return only_zig_rename(stderr)
 
 
 # ---------------------------------------------------------- IR analysis --

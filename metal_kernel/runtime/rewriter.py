@@ -32,9 +32,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .entries import GENERATED_FILE, EntrySpec, Param, check_code, entry_code
+from .entries import EntrySpec, Param, check_code, entry_code, entry_position
 from .lexical import LexicalRewrites
 from .signatures import SignatureRules
+from .threadgroup import ThreadgroupStorage
 
 # Attributes C++ itself understands; every other [[...]] is Metal's.
 CXX_ATTRIBUTES = {
@@ -137,9 +138,8 @@ def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
     return "".join(out)
 
 
-class Rewriter(LexicalRewrites, SignatureRules):
-    """Declarations: kernels, their instantiations and entry points, and
-    threadgroup storage in kernel bodies."""
+class Rewriter(LexicalRewrites, SignatureRules, ThreadgroupStorage):
+    """Declarations: kernels, their instantiations and their entry points."""
 
     def __init__(self, text: str, function_constants: dict | None = None):
         super().__init__(text)
@@ -314,65 +314,6 @@ class Rewriter(LexicalRewrites, SignatureRules):
             j = self.attribute_span(j)[0]
         return j < len(self.toks) and self.toks[j].text == "{"
 
-    def scan_body(self, open_i: int, close_i: int):
-        k = open_i + 1
-        while k < close_i:
-            t = self.toks[k]
-            if self.is_attr_open(k):
-                k = self.handle_attribute(k, True)
-                continue
-            if t.kind == "ident" and t.text == "threadgroup":
-                k = self.handle_threadgroup(k)
-                continue
-            k += 1
-
-    def handle_threadgroup(self, i: int) -> int:
-        """`threadgroup T a[4], b = {...};` in a body -> references to the
-        group's memory. An initializer is accepted and not applied, as on
-        Apple GPUs (features.py)."""
-        toks = self.toks
-        prev = toks[i - 1].text if i > 0 else ";"
-        if prev not in (";", "{", "}", ":", ")"):
-            return i + 1  # a qualifier inside an expression or a cast
-        end = self.statement_end(i + 1)
-        declarators = self.split_top(i + 1, end)
-        if not declarators:
-            return i + 1
-        first = declarators[0]
-        # The type ends before the first declarator's name: the last
-        # identifier of the first part that is followed by '[', '=', or the end.
-        spec_end = None
-        angle = 0
-        for q in range(first[0], first[1]):
-            tx = toks[q].text
-            if tx == "<":
-                angle += 1
-            elif tx in (">", ">>"):
-                angle -= len(tx)
-            elif tx in ("*", "&", "&&", "("):
-                if angle == 0:
-                    return i + 1  # pointer/reference to threadgroup memory: just a qualifier
-            elif toks[q].kind == "ident" and angle == 0 and \
-                    (q + 1 == first[1] or toks[q + 1].text in ("[", "=", "{")):
-                spec_end = q
-                break
-        if spec_end is None or spec_end == first[0]:
-            return i + 1
-        spec = " ".join(t for t in self.tokens_text(first[0], spec_end).split(" ") if t != "const")
-        out = []
-        for n, (a, b) in enumerate(declarators):
-            name_at = spec_end if n == 0 else a
-            if toks[name_at].kind != "ident" or any(toks[q].text in ("*", "&") for q in range(a, name_at)):
-                return i + 1
-            q = name_at + 1
-            while q < b and toks[q].text == "[":
-                q = self.match_close(q) + 1
-            dims = self.tokens_text(name_at + 1, q)
-            out.append(f"auto& {toks[name_at].text} = ::mk::tg_ref<{spec}{dims}>({self.tg_slot}u);")
-            self.tg_slot += 1
-        self.blank(i, end + 1, " ".join(out))
-        return end + 1
-
     def handle_instantiation(self, i: int) -> int:
         """`template [[host_name("x")]] kernel <type> name<args>(params);`
         (template arguments may be deduced; <type> may be a typedef or
@@ -480,51 +421,9 @@ class Rewriter(LexicalRewrites, SignatureRules):
         """Records the entry points of one kernel, to go after token `at`."""
         sym = len(self.entries)
         self.specs[sym] = EntrySpec(sym, callee, fn_type, kdef.params)
-        self.entry_at[sym] = self.entry_position(at, sym)
+        self.entry_at[sym] = entry_position(self, at, sym)
         self.entries.append(KernelEntry(host_name, sym, kdef.params, kdef.file, kdef.line, kdef.max_threads))
         return sym
-
-
-    def entry_position(self, at: int, sym: int) -> tuple[int, str, str]:
-        """Where the entry points of kernel `sym` go, after token `at`: on
-        lines of their own at the end of that line, under a line marker of
-        the generated file (diagnostics then never show generated code, and
-        name the kernel by the marker's line), when the rest of the line
-        stays in the same scope; else right after the token."""
-        end = self.toks[at].end
-        nl, first, depth, low, last = self._line_scopes(at)
-        k = at - first
-        if last not in (";", "}") or depth[-1] != depth[k] or low[k] < depth[k]:
-            return end, " ", ""
-        _, line, spelled = self.lines.locate_spelled(end)
-        return nl, f'\n# {sym + 1} "{GENERATED_FILE}"\n', f"\n# {line + 1} {spelled}"
-
-    def _line_scopes(self, at: int):
-        """For the line of token `at` (macro expansions put hundreds of
-        instantiations on one): its end offset, its first token, the brace
-        depth after each of its tokens, the lowest depth after each, and its
-        last token. Computed once per line."""
-        cache = self.__dict__.setdefault("_scopes", {})
-        nl = self.text.find("\n", self.toks[at].end)
-        nl = len(self.text) if nl < 0 else nl
-        if nl not in cache:
-            line_start = self.text.rfind("\n", 0, self.toks[at].start) + 1
-            first = at
-            while first > 0 and self.toks[first - 1].start >= line_start:
-                first -= 1
-            stop = at
-            while stop < len(self.toks) and self.toks[stop].start < nl:
-                stop += 1
-            depth, d = [], 0
-            for t in self.toks[first:stop]:
-                d += {"{": 1, "}": -1}.get(t.text, 0)
-                depth.append(d)
-            low = depth[:]
-            for k in range(len(low) - 2, -1, -1):
-                low[k] = min(depth[k + 1], low[k + 1])
-            low[-1] = depth[-1]
-            cache[nl] = (nl, first, depth, low, self.toks[stop - 1].text)
-        return cache[nl]
 
 
 def rewrite(text: str, function_constants: dict | None = None) -> RewriteResult:
