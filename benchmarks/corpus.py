@@ -39,7 +39,8 @@ class FileResult:
     file: str  # relative to the corpus root
     scope: str  # "in scope", "textures", "metal 4 tensors"
     ok: bool = False
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall clock
+    cpu_seconds: float = 0.0  # CPU time of the process and its clang children
     kernels: int = 0
     error: str = ""
 
@@ -106,13 +107,14 @@ def compile_one(path: str, include_dirs: list[str]) -> dict:
     """Runs in a child process: compile_shader on one file, timed."""
     import metal_kernel
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _cpu()
     try:
         lib = metal_kernel.compile_shader(Path(path).read_text(), include_dirs=include_dirs, source_name=path)
-        return {"ok": True, "seconds": time.perf_counter() - t, "kernels": len(dir(lib))}
+        got = {"ok": True, "kernels": len(dir(lib))}
     except Exception as e:  # noqa: BLE001 - reported per file
         first = str(e).split("\n")[0]
-        return {"ok": False, "seconds": time.perf_counter() - t, "error": f"{type(e).__name__}: {first}"[:400]}
+        got = {"ok": False, "error": f"{type(e).__name__}: {first}"[:400]}
+    return {**got, "seconds": time.perf_counter() - t, "cpu_seconds": _cpu() - c}
 
 
 def _compile_in_child(path: Path, include_dirs: list[str], cache: str, timeout: float) -> dict:
@@ -137,38 +139,50 @@ def _warm(cache: str):
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
 
 
-def profile(path: Path, include_dirs: list[str]) -> dict:
-    """Where one file's compile time goes: pass 1 (clang -E), the Python
-    rewriter, the whole-file check or build (clang), and the first kernel
-    built on demand (clang + the work-item pass if it synchronises)."""
+def _cpu() -> float:
+    import resource
+
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def profile(path: Path, include_dirs: list[str]) -> list[tuple[str, float, float]]:
+    """Where one file's compile time goes, as (phase, wall s, CPU s): pass 1
+    (clang -E), the Python rewriter, the whole-file check (clang), and the
+    first kernel built on demand (clang + the work-item pass if it
+    synchronises)."""
     import metal_kernel
     from metal_kernel.runtime import compiler, pass2
     from metal_kernel.runtime.rewriter import rewrite
 
     opts = compiler.CompileOptions(include_dirs=tuple(include_dirs), source_name=str(path))
     tc = compiler.find_toolchain()
-    out = {}
+    out = []
+
+    def timed(what, fn):
+        t, c = time.perf_counter(), _cpu()
+        try:
+            value = fn()
+        except Exception as e:  # noqa: BLE001 - reported, the profile goes on
+            what += f" [{type(e).__name__}: {str(e).splitlines()[0][:80]}]"
+            value = None
+        out.append((what, time.perf_counter() - t, _cpu() - c))
+        return value
+
     with tempfile.TemporaryDirectory() as tmp:
-        t = time.perf_counter()
-        pp = compiler.preprocess(path.read_text(), opts, tc, tmp)
-        out["pass 1 (clang -E)"] = time.perf_counter() - t
-        t = time.perf_counter()
-        rw = rewrite(pp, {})
-        out["rewriter (Python)"] = time.perf_counter() - t
-        out["kernels"] = len(rw.kernels)
+        pp = timed("pass 1 (clang -E)", lambda: compiler.preprocess(path.read_text(), opts, tc, tmp))
+        rw = timed("rewriter (Python)", lambda: rewrite(pp, {}))
         ctx = pass2.Context(tc, opts.optimize, compiler.cache_dir() / "objects", compiler.runtime_version(), tmp)
-        t = time.perf_counter()
-        if len(rw.kernels) > compiler.EAGER_KERNELS:
-            failed = pass2.syntax_check(ctx, rw.check_source())
-            out["whole-file check (clang -fsyntax-only)"] = time.perf_counter() - t
-            out["check"] = "ok" if failed is None else "errors"
-    t = time.perf_counter()
-    lib = metal_kernel.compile_shader(path.read_text(), include_dirs=include_dirs, source_name=str(path))
-    out["compile_shader (cache cold for this file)"] = time.perf_counter() - t
-    if dir(lib):
-        t = time.perf_counter()
-        kernel = getattr(lib, dir(lib)[0])
-        out[f"first use of {kernel.name} ({kernel.execution_mode})"] = time.perf_counter() - t
+        if rw is not None and len(rw.kernels) > compiler.EAGER_KERNELS:
+            timed(f"whole-file check of {len(rw.kernels)} kernels (clang -fsyntax-only)",
+                  lambda: pass2.syntax_check(ctx, rw.check_source()))
+    lib = timed("compile_shader, all phases (cache cold for this file)",
+                lambda: metal_kernel.compile_shader(path.read_text(), include_dirs=include_dirs,
+                                                    source_name=str(path)))
+    if lib is not None and dir(lib):
+        kernel = timed(f"first use of {dir(lib)[0]}", lambda: getattr(lib, dir(lib)[0]))
+        if kernel is not None:
+            out[-1] = (out[-1][0] + f" ({kernel.execution_mode})", *out[-1][1:])
     return out
 
 
@@ -409,8 +423,8 @@ def run_checks(corpus: str, files: dict[str, tuple[Path, list[str]]], compiled: 
 
 # ----------------------------------------------------------------- report --
 def table(report: Report) -> str:
-    rows = ["| corpus | files | out of scope | in scope | compile | kernels exposed | slowest compile | "
-            "median compile | numeric checks |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| corpus | files | out of scope | in scope | compile | kernels exposed | slowest compile (CPU) | "
+            "median compile (CPU) | numeric checks |", "|---|---|---|---|---|---|---|---|---|"]
     for corpus in CORPORA:
         files = [f for f in report.files if f.corpus == corpus]
         if not files:
@@ -418,7 +432,7 @@ def table(report: Report) -> str:
         scope = [f for f in files if f.scope == "in scope"]
         outs = [f for f in files if f.scope != "in scope"]
         ok = [f for f in scope if f.ok]
-        times = sorted(f.seconds for f in scope)
+        times = sorted(f.cpu_seconds for f in scope)
         checks = [c for c in report.checks if c.corpus == corpus]
         out_text = ", ".join(f"{sum(f.scope == s for f in outs)} {s}" for s in sorted({f.scope for f in outs})) or "0"
         rows.append(f"| {corpus} | {len(files)} | {out_text} | {len(scope)} | **{len(ok)}** | "
@@ -428,12 +442,13 @@ def table(report: Report) -> str:
 
 
 def details(report: Report) -> str:
-    lines = ["| corpus | file | compiles | seconds | kernels | first error |", "|---|---|---|---|---|---|"]
+    lines = ["| corpus | file | compiles | wall s | CPU s | kernels | first error |", "|---|---|---|---|---|---|---|"]
     for f in report.files:
         if f.scope != "in scope":
             continue
         err = f.error.replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {f.corpus} | {f.file} | {'yes' if f.ok else 'no'} | {f.seconds:.1f} | {f.kernels} | {err} |")
+        lines.append(f"| {f.corpus} | {f.file} | {'yes' if f.ok else 'no'} | {f.seconds:.1f} | {f.cpu_seconds:.1f} | "
+                     f"{f.kernels} | {err} |")
     lines += ["", "| corpus | kernel | right | max relative error | why not |", "|---|---|---|---|---|"]
     for c in report.checks:
         err = "" if c.max_error is None else f"{c.max_error:.2e}"
@@ -480,8 +495,9 @@ def main(argv=None):
         with tempfile.TemporaryDirectory(prefix="mk-corpus-") as cache:
             _warm(cache)
             os.environ["METAL_KERNEL_CACHE_DIR"] = cache
-            for what, value in profile(args.profile.resolve(), incs).items():
-                print(f"  {what:55s} {value:8.2f} s" if isinstance(value, float) else f"  {what:55s} {value}")
+            print(f"  {'phase':70s} {'wall s':>7s} {'CPU s':>7s}")
+            for what, wall, cpu in profile(args.profile.resolve(), incs):
+                print(f"  {what:70s} {wall:7.2f} {cpu:7.2f}")
         return 0
     if not roots:
         ap.error("give at least one of --mlx, --ggml, --candle, --pytorch")
@@ -500,11 +516,13 @@ def main(argv=None):
                 if res.scope == "in scope":
                     got = _compile_in_child(path, incs, cache, args.timeout)
                     res.ok, res.seconds = got["ok"], round(got["seconds"], 2)
+                    res.cpu_seconds = round(got.get("cpu_seconds", 0.0), 2)
                     res.kernels, res.error = got.get("kernels", 0), got.get("error", "")
                     compiled[path.name] = res.ok
                 report.files.append(res)
                 state = "ok " if res.ok else ("-- " if res.scope != "in scope" else "ERR")
-                print(f"{corpus:8s} {state} {res.seconds:7.1f}s {res.kernels:6d}  {res.file}  {res.error[:120]}",
+                print(f"{corpus:8s} {state} {res.seconds:7.1f}s {res.cpu_seconds:7.1f}s cpu {res.kernels:6d}  "
+                      f"{res.file}  {res.error[:120]}",
                       flush=True)
             report.checks += run_checks(corpus, found, compiled)
     print()
