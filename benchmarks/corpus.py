@@ -457,13 +457,11 @@ def details(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def update_doc(path: Path, report: Report, command: str):
+def update_doc(path: Path, report: Report, command: str, when: str):
     """Replaces the corpus section of docs/compatibility.md (between its markers)."""
     text = path.read_text()
     begin, end = "<!-- corpus:begin -->", "<!-- corpus:end -->"
-    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    body = (f"{begin}\nMeasured with `{command}` on {time.strftime('%Y-%m-%d')} "
-            f"({os.cpu_count()} cores, load average {load} at the end: other processes shared them):\n\n"
+    body = (f"{begin}\nMeasured with `{command}` on {when}:\n\n"
             f"{table(report)}\n<details><summary>Per file and per kernel</summary>\n\n"
             f"{details(report)}\n</details>\n{end}")
     if begin in text and end in text:
@@ -482,6 +480,7 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=600, help="seconds per file (default 600)")
     ap.add_argument("--only", help="only files whose name contains this")
     ap.add_argument("--profile", type=Path, help="print where the compile time of this one file goes")
+    ap.add_argument("--from-json", type=Path, help="rewrite --update-doc from an earlier --json, compiling nothing")
     ap.add_argument("--compile-one", help=argparse.SUPPRESS)
     ap.add_argument("--include", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -489,6 +488,14 @@ def main(argv=None):
         print(json.dumps(compile_one(args.compile_one, json.loads(args.include))))
         return 0
     roots = {c: getattr(args, c) for c in CORPORA if getattr(args, c)}
+    if args.from_json:
+        data = json.loads(args.from_json.read_text())
+        report = Report([FileResult(**f) for f in data["files"]], [CheckResult(**c) for c in data["checks"]])
+        if args.update_doc:
+            corpora = [c for c in CORPORA if any(f.corpus == c for f in report.files)]
+            update_doc(args.update_doc, report, _command(corpora), data.get("when", ""))
+        print(table(report))
+        return 0
     if args.profile:
         incs = next((i for c, r in roots.items() for f, i in CORPORA[c](r) if f == args.profile.resolve()),
                     [str(args.profile.parent)])
@@ -517,7 +524,8 @@ def main(argv=None):
                     got = _compile_in_child(path, incs, cache, args.timeout)
                     res.ok, res.seconds = got["ok"], round(got["seconds"], 2)
                     res.cpu_seconds = round(got.get("cpu_seconds", 0.0), 2)
-                    res.kernels, res.error = got.get("kernels", 0), got.get("error", "")
+                    res.kernels = got.get("kernels", 0)
+                    res.error = got.get("error", "").replace(str(root.resolve()) + "/", "").replace(str(root) + "/", "")
                     compiled[path.name] = res.ok
                 report.files.append(res)
                 state = "ok " if res.ok else ("-- " if res.scope != "in scope" else "ERR")
@@ -530,12 +538,17 @@ def main(argv=None):
     for c in report.checks:
         print(f"  {c.corpus:8s} {c.kernel:32s} {'right' if c.ok else 'WRONG' if c.max_error is not None else 'not run'}"
               f"  {'' if c.max_error is None else f'{c.max_error:.1e}'}  {c.error}")
+    when = (f"{time.strftime('%Y-%m-%d')} ({os.cpu_count()} cores, load average "
+            f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end: other processes shared them)")
     if args.json:
-        args.json.write_text(json.dumps(asdict(report), indent=1))
+        args.json.write_text(json.dumps({**asdict(report), "when": when}, indent=1))
     if args.update_doc:
-        command = "python benchmarks/corpus.py " + " ".join(f"--{c} {'<' + c + ' checkout>'}" for c in roots)
-        update_doc(args.update_doc, report, command)
+        update_doc(args.update_doc, report, _command(list(roots)), when)
     return 0
+
+
+def _command(corpora: list[str]) -> str:
+    return "python benchmarks/corpus.py " + " ".join(f"--{c} <{c} checkout>" for c in corpora)
 
 
 if __name__ == "__main__":

@@ -124,3 +124,19 @@ def test_pytorch_headers_do_not_make_a_kernel_synchronise():
     kernel void twice(device float* o [[buffer(0)]], uint i [[thread_position_in_grid]]) { o[i] = 2 * i; }
     """)
     assert lib.twice.execution_mode == "direct"
+
+
+def test_cli_lists_a_large_files_kernels_without_building_them(cache, tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from metal_kernel.cli import main
+
+    f = tmp_path / "large.metal"
+    f.write_text(LARGE)
+    r = CliRunner().invoke(main, ["compile", str(f), "--json"])
+    assert r.exit_code == 0, r.output
+    kernels = json.loads(r.output)["kernels"]
+    assert len(kernels) == 24 and kernels[0]["static_thread_group_memory_length"] is None
+    assert _kernel_libraries(cache) == []
