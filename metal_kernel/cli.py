@@ -23,6 +23,7 @@ def main():
       metal-kernel compile my_kernels.metal          # compile, list kernels
       metal-kernel compile k.metal --json            # machine-readable
       metal-kernel doctor                            # toolchain + self-test
+      metal-kernel check -- python my_script.py      # run it with every dispatch checked
       metal-kernel aten coverage                     # ops missing MPS
     """
 
@@ -139,6 +140,15 @@ def cache_clear():
     d = cache_dir()
     shutil.rmtree(d, ignore_errors=True)
     click.echo(f"cleared {d}")
+
+
+def _mount_check():
+    from .check.cli import check_cmd
+
+    main.add_command(check_cmd, "check")
+
+
+_mount_check()
 
 
 def _mount_optional():

@@ -3,6 +3,9 @@ import tempfile
 
 import pytest
 
+# `pytest --metal-check` and the `metal_check` fixture (metal_kernel.check).
+pytest_plugins = ["metal_kernel.check.pytest_plugin"]
+
 # Each test session compiles into its own cache unless the caller chose one,
 # so results never depend on what an earlier run left behind.
 if "METAL_KERNEL_CACHE_DIR" not in os.environ:

@@ -72,6 +72,8 @@ class CompileOptions:
     function_constants: tuple[tuple[str, object], ...] = ()
     optimize: str = "-O2"
     source_name: str = SOURCE_NAME
+    # The checked build (metal_kernel.check): every access instrumented.
+    checked: bool = False
 
     def key(self) -> dict:
         return dataclasses.asdict(self)
@@ -94,9 +96,10 @@ def runtime_version() -> str:
     """Hash of everything that shapes a compiled kernel besides its source."""
     h = hashlib.sha256()
     files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE] + sorted(HERE.glob("*.py"))
+    files += sorted((HERE.parent / "check").glob("*.py"))  # the checked build's passes
     for f in files:
         if f.is_file():
-            h.update(str(f.relative_to(HERE)).encode())
+            h.update(str(f.relative_to(HERE.parent)).encode())
             h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
@@ -249,6 +252,7 @@ class CompiledLibrary:
     opts: CompileOptions
     lazy: bool = False
     deps: list = field(default_factory=list)
+    check: dict | None = None  # checked builds: sites and per-kernel facts (check/build.py)
     _rewrite: RewriteResult | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -302,8 +306,8 @@ def _publish(tmp: str, base: str, objects: Path):
 
 def _object_key(pp: str, opts: CompileOptions, tc: Toolchain) -> str:
     fcs = sorted((str(k), repr(v)) for k, v in opts.function_constants)
-    return _sha("object", pp, fcs, opts.optimize, tc.identity, runtime_version(), cpu_identity(), extra_flags(),
-                workitem_enabled(), streaming_enabled())
+    return _sha("object", pp, fcs, opts.optimize, opts.checked, tc.identity, runtime_version(), cpu_identity(),
+                extra_flags(), workitem_enabled(), streaming_enabled())
 
 
 def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) -> CompiledLibrary:
@@ -361,13 +365,20 @@ def _library(meta: dict, objects: Path, key: str, source: str, opts: CompileOpti
             return None
     elif any(not (objects / k.object).exists() for k in kernels):
         return None
-    return CompiledLibrary(kernels, objects, key, source, opts, bool(meta.get("lazy")), deps)
+    return CompiledLibrary(kernels, objects, key, source, opts, bool(meta.get("lazy")), deps, meta.get("check"))
 
 
 def _build(pp: str, opts: CompileOptions, tc: Toolchain, tmp: str, objects: Path, key: str,
            source: str) -> dict:
     rw = rewrite(pp, dict(opts.function_constants))
     ctx = pass2.Context(tc, opts.optimize, objects, runtime_version(), tmp)
+    if opts.checked:
+        # The checked build (metal_kernel.check) instruments a whole file at once.
+        from ..check.build import build_checked
+
+        meta = build_checked(ctx, rw, opts, source, os.path.join(tmp, key))
+        _publish(tmp, key, objects)
+        return meta
     if len(rw.kernels) > EAGER_KERNELS:
         failed = pass2.syntax_check(ctx, rw.check_source())
         if failed is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import threading
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -19,6 +20,30 @@ from .rewriter import KernelEntry
 MAX_THREADS_PER_THREADGROUP = 1024
 THREAD_EXECUTION_WIDTH = 32
 THREADGROUP_MEMORY_BYTES = 32 << 10  # Apple GPUs: 32 KiB per threadgroup
+
+
+# A dispatch interceptor (metal_kernel.check installs one while checking):
+# it receives every dispatch and runs it in its own way. Per thread, with a
+# process-wide fallback ($METAL_KERNEL_CHECK=1).
+_interceptors = threading.local()
+_global_interceptor = None
+
+
+def dispatch_interceptor():
+    return getattr(_interceptors, "fn", None) or _global_interceptor
+
+
+def set_dispatch_interceptor(fn, process_wide: bool = False):
+    """Installs `fn(kernel, args, bound, grid, group, ngroups,
+    threadgroup_memory, timeout_ms)` (None removes it); returns the previous
+    one."""
+    global _global_interceptor
+    if process_wide:
+        prev, _global_interceptor = _global_interceptor, fn
+        return prev
+    prev = getattr(_interceptors, "fn", None)
+    _interceptors.fn = fn
+    return prev
 
 
 # ErrorInfo.kind values set by the dispatcher itself (src/mkrt.cpp), and the
@@ -110,6 +135,9 @@ class Kernel:
         timeout_ms = self._timeout_ms(timeout)
         if 0 in grid:
             return None
+        interceptor = dispatch_interceptor()
+        if interceptor is not None:
+            return interceptor(self, args, b, grid, group, ngroups, threadgroup_memory, timeout_ms)
         self._launch(b, grid, group, ngroups, threadgroup_memory, timeout_ms)
         return None
 
@@ -193,6 +221,11 @@ class Kernel:
         return grid, group, ng
 
     def _launch(self, b: Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0):
+        launch = self._launch_struct(b, grid, group, ngroups, threadgroup_memory)
+        self._run(launch, b, timeout_ms)
+
+    def _launch_struct(self, b: Bound, grid, group, ngroups, threadgroup_memory) -> Launch:
+        """The dispatch's Launch record (its arrays are kept on it)."""
         n = len(b.ptrs)
         ptrs = (ctypes.c_void_p * max(n, 1))(*b.ptrs)
         sizes = (ctypes.c_uint64 * max(n, 1))(*b.sizes)
@@ -231,14 +264,22 @@ class Kernel:
             n, U3(*grid), U3(*group), U3(*ngroups), len(tg_sizes),
             ctypes.cast(tgs, ctypes.POINTER(ctypes.c_uint32)),
         )
+        launch._keep = (ptrs, sizes, tgs)
+        return launch
+
+    def _run(self, launch: Launch, b: Bound, timeout_ms: int = 0, replay: bool = True):
+        """Runs a dispatch; a failure raises KernelError (or KeyboardInterrupt).
+        `replay`: after a fault in a loop that cannot name the thread, rerun
+        the tracked entry to name it."""
         err = ErrorInfo()
         flags = 0
+        n, ntg = launch.nbuffers, launch.ntg_buffers
         if self._entry.mode == "direct":
             flags = DISPATCH_NEVER_SYNCS
-            if not wanted and self._static_tg == 0:
+            if not ntg and self._static_tg == 0:
                 flags |= DISPATCH_COALESCE  # no threadgroup memory: groups may share a call
         elif self._entry.mode == "workitem-loops" and n <= WORKITEM_MAX_BUFFERS and \
-                len(tg_sizes) <= WORKITEM_MAX_TG_BUFFERS:
+                ntg <= WORKITEM_MAX_TG_BUFFERS:
             flags = DISPATCH_NO_FIBER  # the driver will not fall back to fibers: no fiber per group
         fn = self._fn
         if self._stream_fn is not None and _use_streaming_stores(sum(b.sizes)):
@@ -247,7 +288,7 @@ class Kernel:
         if rc != 0:
             if err.kind == _ERR_INTERRUPTED:
                 raise KeyboardInterrupt(f"kernel '{self.name}' interrupted")
-            if self._fiber_fn is not None and err.kind != _ERR_TIMEOUT:
+            if replay and self._fiber_fn is not None and err.kind != _ERR_TIMEOUT:
                 # Work-item loops and direct loops run without per-thread
                 # bookkeeping and cannot tell which thread faulted: the
                 # dispatch failed anyway (its outputs are undefined), so
@@ -334,6 +375,9 @@ class Library:
 
     def __init__(self, compiled: CompiledLibrary):
         self._compiled = compiled
+        self._source: str | None = None  # set by load_library
+        self._options: CompileOptions | None = None
+        self._variants: dict = {}  # other builds of the same source (metal_kernel.check)
         self._entries = {e.host_name: e for e in compiled.kernels}
         self._loaded: dict[str, ctypes.CDLL] = {}  # object file -> library
         self._kernels: dict[str, Kernel] = {}
@@ -421,8 +465,17 @@ def compile_shader(source: str, *, include_dirs: Sequence[str] = (), defines: Ma
                                         key=lambda kv: str(kv[0]))),
         source_name=source_name,
     )
+    return load_library(source, opts)
+
+
+def load_library(source: str, opts: CompileOptions) -> Library:
+    """The Library of `source` compiled with `opts` (from the cache when it
+    can). The library remembers both, so that a variant of it (the checked
+    build) can be made later."""
     try:
-        return Library(compile_library(source, opts))
+        lib = Library(compile_library(source, opts))
     except (OSError, ValueError, AttributeError):
         # A cached library that no longer loads (truncated, foreign): rebuild it.
-        return Library(compile_library(source, opts, rebuild=True))
+        lib = Library(compile_library(source, opts, rebuild=True))
+    lib._source, lib._options = source, opts
+    return lib

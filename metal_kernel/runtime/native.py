@@ -9,7 +9,7 @@ import threading
 
 from .compiler import build_runtime_library
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 DISPATCH_NEVER_SYNCS = 1  # MK_DISPATCH_NEVER_SYNCS in abi.h
 DISPATCH_COALESCE = 2  # MK_DISPATCH_COALESCE
 DISPATCH_NO_FIBER = 4  # MK_DISPATCH_NO_FIBER
@@ -33,7 +33,16 @@ class Launch(ctypes.Structure):
         ("threadgroups_per_grid", U3),
         ("ntg_buffers", ctypes.c_uint32),
         ("tg_buffer_sizes", ctypes.POINTER(ctypes.c_uint32)),
+        ("order", ctypes.c_uint32),
+        ("seed", ctypes.c_uint32),
+        ("max_workers", ctypes.c_uint32),
+        ("check", ctypes.c_void_p),
     ]
+
+
+ORDER_DEFAULT = 0  # MK_ORDER_DEFAULT in abi.h
+ORDER_REVERSE = 1  # MK_ORDER_REVERSE
+ORDER_SHUFFLE = 2  # MK_ORDER_SHUFFLE
 
 
 class ErrorInfo(ctypes.Structure):

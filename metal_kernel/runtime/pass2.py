@@ -155,12 +155,14 @@ class Context:
     version: str  # runtime version (part of the PCH key)
     tmp: str  # a private working directory
 
-    def compile_cxx(self, cpp: str, rest: list[str], *defines: str) -> subprocess.CompletedProcess:
-        """clang on C++ text with the prelude; a precompiled prelude that clang
+    def compile_cxx(self, cpp: str, rest: list[str], *defines: str,
+                    flags: list[str] | None = None) -> subprocess.CompletedProcess:
+        """clang on C++ text with the prelude (`flags`: instead of the usual
+        ones, e.g. the checked build's); a precompiled prelude that clang
         rejects (stale, foreign) costs a retry with the header, never an error."""
         path = os.path.join(self.tmp, f"unit-{_sha(cpp)[:12]}.cpp")
         Path(path).write_text(cpp)
-        flags = cxx_flags(self.tc, self.optimize, *defines)
+        flags = flags or cxx_flags(self.tc, self.optimize, *defines)
         prelude = _prelude(self.tc, flags, self.cache, self.version)
         proc = self._run([*flags, *prelude, path, *rest])
         if proc.returncode != 0 and prelude[0] == "-include-pch" and any(w in proc.stderr for w in _PCH_TROUBLE):
@@ -171,9 +173,10 @@ class Context:
     def _run(self, args: list[str]) -> subprocess.CompletedProcess:
         return subprocess.run(self.tc.cxx(*args), capture_output=True, text=True, cwd=self.tmp)
 
-    def to_ir(self, cpp: str, out_name: str, *defines: str) -> tuple[subprocess.CompletedProcess, str]:
+    def to_ir(self, cpp: str, out_name: str, *defines: str,
+              flags: list[str] | None = None) -> tuple[subprocess.CompletedProcess, str]:
         ll = os.path.join(self.tmp, out_name)
-        return self.compile_cxx(cpp, ["-S", "-emit-llvm", "-o", ll], *defines), ll
+        return self.compile_cxx(cpp, ["-S", "-emit-llvm", "-o", ll], *defines, flags=flags), ll
 
     def link_ir(self, ll: str, out: str, optimise_again: bool) -> subprocess.CompletedProcess:
         """IR -> shared library. IR that is optimised already gets code

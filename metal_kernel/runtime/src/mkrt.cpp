@@ -164,6 +164,7 @@ struct Dispatch;
 
 struct Worker {
   sigjmp_buf abort_jmp;
+  uint32_t index = 0;  // in the pool
   volatile sig_atomic_t in_kernel = 0;
   pthread_t self;
   // Set when a cancelled dispatch stopped this worker inside the kernel:
@@ -498,6 +499,8 @@ struct Dispatch {
   EntryFn entry;
   const Launch* launch;
   uint64_t ngroups;
+  // Launch::order: group k of the counter runs as group (mul * k + add) % ngroups.
+  uint64_t mul, add;
   uint32_t flags;   // MK_DISPATCH_*
   uint64_t chunk;   // groups taken per atomic increment
   uint64_t next;    // next group index (atomic)
@@ -691,7 +694,23 @@ struct Pool {  // calloc'ed and initialised in mkrt_init
 
 Pool* g_pool = nullptr;
 
+// The group the counter's k-th group stands for (Launch::order).
+inline uint64_t group_at(const Dispatch* d, uint64_t k) {
+  if (d->mul == 1 && d->add == 0) return k;
+  const uint64_t n = d->ngroups;
+  if (d->mul == n - 1) return (d->add + n - k % n) % n;  // -k + add: reversed when add = n - 1
+  // (mul * k) mod n without 128-bit division (no compiler runtime here)
+  uint64_t r = 0, a = d->mul % n, b = k % n;
+  while (b) {
+    if (b & 1) r = r >= n - a ? r - (n - a) : r + a;
+    a = a >= n - a ? a - (n - a) : a + a;
+    b >>= 1;
+  }
+  return r >= n - d->add ? r - (n - d->add) : r + d->add;
+}
+
 void work(Worker* w, Dispatch* d) {
+  if (d->launch->max_workers && w->index >= d->launch->max_workers) return;
   w->dispatch = d;
   w->flags = d->flags;
   w->entry = d->entry;
@@ -709,7 +728,7 @@ void work(Worker* w, Dispatch* d) {
       for (uint64_t g = first; g < last; ++g) {
         if (__atomic_load_n(&d->failed, __ATOMIC_RELAXED)) break;
         w->coalesced = 0;
-        run_group(w, g);
+        run_group(w, group_at(d, g));
         g += w->coalesced;
       }
       w->in_kernel = 0;
@@ -741,6 +760,7 @@ void* worker_main(void* arg) {
   tls_worker = w;
   w->self = pthread_self();
   pthread_mutex_lock(&p->m);
+  w->index = uint32_t(p->registered);
   p->workers[p->registered++] = w;
   pthread_cond_broadcast(&p->done);
   pthread_mutex_unlock(&p->m);
@@ -849,6 +869,23 @@ __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const La
   d.launch = launch;
   d.ngroups = ngroups;
   d.flags = flags;
+  d.mul = 1;
+  d.add = 0;
+  if (launch->order == MK_ORDER_REVERSE) {
+    d.mul = ngroups - 1;  // k -> -k - 1 (mod n)
+    d.add = ngroups - 1;
+  } else if (launch->order == MK_ORDER_SHUFFLE && ngroups > 1) {
+    // An affine permutation: a multiplier coprime with n, an offset, from the seed.
+    uint64_t h = uint64_t(launch->seed) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+    h ^= h >> 31;
+    uint64_t a = h % ngroups;
+    auto gcd = [](uint64_t x, uint64_t y) { while (y) { uint64_t t = x % y; x = y; y = t; } return x; };
+    if (a == 0) a = 1;
+    while (gcd(a, ngroups) != 1) a = a + 1 < ngroups ? a + 1 : 1;
+    d.mul = a;
+    d.add = (h >> 17) % ngroups;
+  }
+  if (d.mul != 1 || d.add != 0) d.flags &= ~MK_DISPATCH_COALESCE;  // coalescing needs consecutive groups
   // Several groups per atomic increment when there are many (less traffic
   // on the shared counter), still ~64 chunks per worker for balance.
   d.chunk = ngroups / (uint64_t(g_pool->nthreads) * 64);

@@ -6,11 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MK_ABI_VERSION 3
+#define MK_ABI_VERSION 4
 #define MK_SIMD_WIDTH 32
 #define MK_MAX_THREADS_PER_GROUP 1024
 #define MK_MAX_TG_MEMORY 32768
 #define MK_MAX_TG_SLOTS 256
+#define MK_WI_CHK_OFFSET 1616  // offsetof(WiGroup, chk), mk/workitem.h
 
 // mkrt_dispatch flags
 #define MK_DISPATCH_NEVER_SYNCS 1u  // the entry never synchronises: no fiber per group
@@ -36,7 +37,19 @@ struct Launch {
   u3 threadgroups_per_grid;
   uint32_t ntg_buffers;           // [[threadgroup(n)]] parameters
   const uint32_t* tg_buffer_sizes;
+  // The order the dispatch runs in (metal_kernel.check varies it to expose
+  // results that depend on the schedule): MK_ORDER_* for the threadgroups
+  // and, in work-item loops, the threads between two synchronisation
+  // points; `seed` for MK_ORDER_SHUFFLE; `max_workers` (0: all) workers.
+  uint32_t order;
+  uint32_t seed;
+  uint32_t max_workers;
+  void* check;                    // checked libraries: the dispatch's mk::chk::Dispatch
 };
+
+#define MK_ORDER_DEFAULT 0u
+#define MK_ORDER_REVERSE 1u  // last threadgroup first; threads of a region last first
+#define MK_ORDER_SHUFFLE 2u  // a seeded permutation of both
 
 // Everything a kernel can ask about the thread it runs as. Built by the
 // kernel-side loop (mk/runtime.h) so that unused fields cost nothing.

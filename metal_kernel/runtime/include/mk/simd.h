@@ -12,6 +12,9 @@
 
 #include "abi.h"
 #include "runtime.h"
+#ifdef MK_CHECK
+#include "check.h"
+#endif
 
 namespace mk {
 
@@ -198,6 +201,25 @@ inline void scan_segments(const L& l, uint32_t width, bool inclusive, T identity
   }
 }
 
+// Lane `reader` read lane `source`, which is not active: the value is
+// undefined on a GPU. Checked builds report it (work-item loops only: the
+// driver has just named the simd point, mk/workitem.h).
+template <class L>
+__attribute__((always_inline)) inline void inactive_read(const L&, uint32_t reader, uint32_t source) {
+#ifdef MK_CHECK
+  if constexpr (std::is_same_v<L, DenseLanes>) {
+    chk::Group* G = chk::t_group;
+    if (!G || !G->d || !(G->d->tools & chk::TOOL_SYNC)) return;
+    chk::Record r = chk::make_record(G, chk::K_INACTIVE, G->simd_site, G->simd_lo + reader);
+    r.other_lin = G->simd_lo + source;
+    chk::report(G, r);
+  }
+#else
+  (void)reader;
+  (void)source;
+#endif
+}
+
 // Lane `i` receives lane `src(i)`'s operand. A source outside the segment
 // leaves the lane's own value (Metal: "unchanged"); an inactive source reads
 // as zero (undefined on the GPU; the checking mode reports it).
@@ -212,6 +234,7 @@ inline void permute_segments(const L& l, uint32_t width, Src src) {
     } else if (lane_active(l, base + uint32_t(j))) {
       lane_out<T>(l, i) = lane_in<T>(l, base + uint32_t(j));
     } else {
+      inactive_read(l, i, base + uint32_t(j));
       T zero;
       memset(static_cast<void*>(&zero), 0, sizeof(T));
       lane_out<T>(l, i) = zero;
@@ -245,6 +268,7 @@ inline void fill_segments(const L& l, uint32_t width, bool up) {
       const auto& src = lane_in<DataAndFill<T>>(l, from);
       lane_out<T>(l, i) = use_fill ? src.fill : src.data;
     } else {
+      inactive_read(l, i, from);
       T zero;
       memset(static_cast<void*>(&zero), 0, sizeof(T));
       lane_out<T>(l, i) = zero;
@@ -447,9 +471,11 @@ MK_SIMD_SEGMENTED(simd, 32)
 MK_SIMD_SEGMENTED(quad, 4)
 #undef MK_SIMD_SEGMENTED
 
-__attribute__((always_inline)) inline void simdgroup_barrier(mem_flags) {
+// The flags travel as the lane argument (work-item loops store none for this
+// op; the checking mode reads them from the call, check/instrument.py).
+__attribute__((always_inline)) inline void simdgroup_barrier(mem_flags flags) {
   const bool unused = false;
-  (void)::mk::simd_collective<bool, bool>(unused, 0, ::mk::SIMD_BARRIER,
+  (void)::mk::simd_collective<bool, bool>(unused, uint32_t(flags), ::mk::SIMD_BARRIER,
                                           [](const auto&) {});
 }
 

@@ -28,6 +28,9 @@
 
 #include "abi.h"
 #include "runtime.h"
+#ifdef MK_CHECK
+#include "check.h"
+#endif
 
 // ----------------------------------------------------- fiber-mode markers --
 // In a build for the transform (MK_WORKITEM) the markers stay declarations:
@@ -103,19 +106,41 @@ struct WiGroup {
   void* tg_allocs[MK_WI_MAX_TG_ALLOCS];  // results of the kernel's __mk_tg_alloc calls
   void* tg_buffers[64];                  // [[threadgroup(n)]] parameters
   void* buffers[MK_WI_MAX_BUFFERS];      // [[buffer(n)]]
+  void* chk;                             // checked builds: the group's chk::Group (mk/check.h)
 };
 static_assert(offsetof(WiGroup, group_size) == 0, "mirrored in runtime/workitem.py");
 static_assert(offsetof(WiGroup, tg_allocs) == 80, "mirrored in runtime/workitem.py");
-static_assert(sizeof(WiGroup) == 1616, "mirrored in runtime/workitem.py");
+static_assert(offsetof(WiGroup, chk) == MK_WI_CHK_OFFSET, "mirrored in mk/check.h");
+static_assert(sizeof(WiGroup) == 1624, "mirrored in runtime/workitem.py");
+
+#ifdef MK_CHECK
+}  // namespace mk
+// Checked builds bind buffers and [[threadgroup(n)]] parameters through
+// these markers, so that the instrumentation pass (check/instrument.py) sees
+// which object every pointer comes from; it then replaces each call by the
+// load from `g` it stands for. `const`: the optimiser may merge and hoist
+// them like those loads.
+extern "C" __attribute__((const, nothrow)) void* __mk_chk_buffer(const mk::WiGroup* g, uint32_t i);
+extern "C" __attribute__((const, nothrow)) void* __mk_chk_tgparam(const mk::WiGroup* g, uint32_t i);
+namespace mk {
+#endif
 
 template <class P>
 __attribute__((always_inline)) inline P buffer_arg(const WiGroup* g, uint32_t i) {
+#ifdef MK_CHECK
+  return bind_address<P>(__mk_chk_buffer(g, i));
+#else
   return bind_address<P>(g->buffers[i]);
+#endif
 }
 
 template <class P>
 __attribute__((always_inline)) inline P threadgroup_arg(const WiGroup* g, uint32_t i) {
+#ifdef MK_CHECK
+  return reinterpret_cast<P>(__mk_chk_tgparam(g, i));
+#else
   return reinterpret_cast<P>(g->tg_buffers[i]);
+#endif
 }
 
 __attribute__((always_inline)) inline ThreadIds wi_ids(const WiGroup* g, uint32_t x, uint32_t y,
@@ -272,8 +297,8 @@ inline Summary summarize(const uint32_t* st, uint32_t n) {
   return {(uint64_t(mx) << 32) | mn, done, uint16_t(lo), uint16_t(hi)};
 }
 
-// Runs threads [b, e), all resuming at `resume`.
-inline Summary run_range(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) {
+// Runs threads [b, e), all resuming at `resume`, in order.
+inline Summary run_span(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) {
   const Sync& s = G.k->syncs[resume];
   G.r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(b));
   if (s.num_uniform == 0 || stage_uniforms(G.k, s, G.slots, G.stage, b, e))
@@ -287,6 +312,43 @@ inline Summary run_range(GroupState& G, uint32_t resume, uint32_t b, uint32_t e)
     mm = combine(mm, G.k->loop(G.g, G.slots, G.stage, G.frames, G.st, t, t + 1, resume));
   }
   return mm;
+}
+
+// Launch::order other than the default: the threads of a region run in
+// another legal order. Metal orders nothing between two synchronisation
+// points, so any order of whole per-thread regions is one the GPU may
+// produce: simdgroups last first (MK_ORDER_REVERSE) or shuffled
+// (MK_ORDER_SHUFFLE), each one's threads last first.
+__attribute__((noinline)) inline Summary run_permuted(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) {
+  const Launch* l = G.r->launch;
+  const uint32_t first = b / MK_SIMD_WIDTH, count = (e - 1) / MK_SIMD_WIDTH - first + 1;
+  uint32_t mul = 1, add = 0;
+  if (l->order == MK_ORDER_REVERSE) {
+    mul = count - 1;
+    add = count - 1;
+  } else if (count > 1) {
+    uint32_t h = l->seed * 0x9E3779B9u + resume * 0x85EBCA6Bu + b;
+    h ^= h >> 15;
+    mul = h % count;
+    auto gcd = [](uint32_t x, uint32_t y) { while (y) { uint32_t t = x % y; x = y; y = t; } return x; };
+    if (mul == 0) mul = 1;
+    while (gcd(mul, count) != 1) mul = mul + 1 < count ? mul + 1 : 1;
+    add = (h >> 7) % count;
+  }
+  Summary mm = kEmpty;
+  for (uint32_t k = 0; k < count; ++k) {
+    const uint32_t sg = first + uint32_t((uint64_t(mul) * k + add) % count);
+    const uint32_t lo = sg * MK_SIMD_WIDTH > b ? sg * MK_SIMD_WIDTH : b;
+    const uint32_t hi = (sg + 1) * MK_SIMD_WIDTH < e ? (sg + 1) * MK_SIMD_WIDTH : e;
+    for (uint32_t t = hi; t > lo; --t) mm = combine(mm, run_span(G, resume, t - 1, t));
+  }
+  return mm;
+}
+
+// Runs threads [b, e), all resuming at `resume`.
+inline Summary run_range(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) {
+  if (__builtin_expect(G.r->launch->order != MK_ORDER_DEFAULT, 0) && e > b + 1) return run_permuted(G, resume, b, e);
+  return run_span(G, resume, b, e);
 }
 
 static_assert(MK_SIMD_WIDTH == 32, "state_masks packs a simdgroup into 32 bits");
@@ -339,6 +401,82 @@ inline Summary run_state(GroupState& G, uint32_t p, uint32_t live, const uint32_
   return mm;
 }
 
+#ifdef MK_CHECK
+// ------------------------------------------------------ checking hooks --
+// (checked builds: see mk/check.h). Sync::op carries, from the
+// instrumentation, the barrier's mem_flags (bits 0..7; simd points: the op,
+// and a simdgroup barrier's flags in bits 8..15) and its site (bits 16..31).
+inline chk::Group* chk_of(const GroupState& G) { return static_cast<chk::Group*>(G.g->chk); }
+
+inline uint32_t first_thread_at(const GroupState& G, uint32_t p, uint32_t from = 0) {
+  for (uint32_t t = from; t < G.n; ++t)
+    if (G.st[t] == p) return t;
+  return G.n;
+}
+
+inline void chk_apply_barrier(chk::Group* C, uint32_t flags) {
+  if (flags & uint32_t(metal::mem_flags::mem_threadgroup)) ++C->tg_epoch;
+  if (flags & uint32_t(metal::mem_flags::mem_device)) ++C->dev_epoch;
+}
+
+// Every live thread waits at barrier `p`; `ndone` threads returned instead.
+inline void chk_barrier(GroupState& G, uint32_t p, uint32_t ndone) {
+  chk::Group* C = chk_of(G);
+  const uint32_t op = G.k->syncs[p].op;
+  if (ndone && (C->d->tools & chk::TOOL_SYNC)) {
+    chk::Record rec = chk::make_record(C, chk::K_RETURNED, op >> 16, first_thread_at(G, DONE));
+    rec.other_lin = first_thread_at(G, p);
+    rec.offset = ndone;
+    chk::report(C, rec);
+  }
+  chk_apply_barrier(C, op & 0xff);
+}
+
+// Every live thread waits at a barrier, not all at the same one.
+inline void chk_barriers(GroupState& G) {
+  chk::Group* C = chk_of(G);
+  uint32_t first = DONE, flags = 0, ndone = 0;
+  for (uint32_t t = 0; t < G.n; ++t) {
+    const uint32_t p = G.st[t];
+    if (p == DONE) { ++ndone; continue; }
+    flags |= G.k->syncs[p].op & 0xff;
+    if (first == DONE) first = p;
+  }
+  if (C->d->tools & chk::TOOL_SYNC) {
+    // The optimiser may copy one barrier of the source into two branches:
+    // points at the same source line are the same barrier.
+    const uint32_t first_site = G.k->syncs[first].op >> 16;
+    for (uint32_t t = 0; t < G.n; ++t) {
+      const uint32_t p = G.st[t];
+      if (p == DONE || p == first) continue;
+      const uint32_t site = G.k->syncs[p].op >> 16;
+      if (site == first_site && site != 0xffff) continue;
+      chk::Record rec = chk::make_record(C, chk::K_DIVERGENCE, G.k->syncs[first].op >> 16, first_thread_at(G, first));
+      rec.other_site = G.k->syncs[p].op >> 16;
+      rec.other_lin = t;
+      chk::report(C, rec);
+      break;
+    }
+    if (ndone) {
+      chk::Record rec = chk::make_record(C, chk::K_RETURNED, G.k->syncs[first].op >> 16, first_thread_at(G, DONE));
+      rec.other_lin = first_thread_at(G, first);
+      rec.offset = ndone;
+      chk::report(C, rec);
+    }
+  }
+  chk_apply_barrier(C, flags);
+}
+
+// A simd computation over simdgroups [lo / 32, lo / 32 + groups).
+inline void chk_simd(GroupState& G, const Sync& s, uint32_t lo, uint32_t groups) {
+  chk::Group* C = chk_of(G);
+  C->simd_site = s.op >> 16;
+  C->simd_lo = lo;
+  if ((s.op & 0xff) == SIMD_BARRIER && (((s.op >> 8) & 0xff) & uint32_t(metal::mem_flags::mem_threadgroup)))
+    for (uint32_t i = 0; i < groups; ++i) ++C->sgc[lo / MK_SIMD_WIDTH + i];
+}
+#endif
+
 // The simd computation of point `id` over the lanes `mask` of simdgroup
 // [lo, hi), or, with `groups` > 1, over `groups` full simdgroups from `lo`.
 inline void simd_compute(GroupState& G, uint32_t id, uint32_t lo, uint32_t hi, uint32_t mask,
@@ -353,6 +491,9 @@ inline void simd_compute(GroupState& G, uint32_t id, uint32_t lo, uint32_t hi, u
   l.active_mask = mask;
   l.count = hi - lo;
   l.groups = groups;
+#ifdef MK_CHECK
+  chk_simd(G, s, lo, groups);
+#endif
   s.dense(l);
 }
 
@@ -379,7 +520,7 @@ inline void simd_range(GroupState& G, uint32_t id, uint32_t b, uint32_t e) {
     lo += MK_SIMD_WIDTH;
   }
   const uint32_t full = lo < e ? (e - lo) / MK_SIMD_WIDTH : 0;
-  if (full > 1 && simd_multi(s.op)) {
+  if (full > 1 && simd_multi(s.op & 0xff)) {
     simd_compute(G, id, lo, lo + MK_SIMD_WIDTH, 0xffffffffu, full);
     lo += full * MK_SIMD_WIDTH;
   }
@@ -400,6 +541,75 @@ inline void simd_at(GroupState& G, uint32_t p, const uint32_t* masks) {
 
 }  // namespace wi
 }  // namespace mk
+
+#ifdef MK_CHECK
+namespace mk {
+namespace chk {
+
+// A group starts: its checker state, and `g->chk` pointing at it.
+inline Group* begin_group(const Run* r, WiGroup* g, const wi::Kernel* k) {
+  Group* G = group_state();
+  if (!G) return nullptr;
+  const Launch* l = r->launch;
+  G->d = static_cast<Dispatch*>(l->check);
+  const u3 tg = r->threadgroup_position, ng = l->threadgroups_per_grid;
+  G->group = tg.x + ng.x * (tg.y + ng.y * tg.z);
+  if (++G->gen == 0) G->gen = 1;  // entries of generation 0 are empty
+  G->tg_epoch = 0;
+  G->dev_epoch = 0;
+  memset(G->sgc, 0, sizeof G->sgc);
+  uint64_t lo = ~uint64_t(0);
+  for (uint64_t i = 0; i < k->ntg_allocs; ++i) {
+    const uint64_t a = reinterpret_cast<uint64_t>(g->tg_allocs[i]);
+    lo = a < lo ? a : lo;
+  }
+  G->ntgp = l->ntg_buffers < 64 ? l->ntg_buffers : 64;
+  for (uint32_t i = 0; i < G->ntgp; ++i) {
+    const uint64_t a = reinterpret_cast<uint64_t>(g->tg_buffers[i]);
+    G->tgp_lo[i] = a;
+    G->tgp_size[i] = l->tg_buffer_sizes[i];
+    lo = a < lo ? a : lo;
+  }
+  G->tg_lo = lo == ~uint64_t(0) ? 0 : lo;
+  g->chk = G;
+  return G;
+}
+
+// See the declaration in mk/check.h.
+__attribute__((noinline)) inline void* classify(Group* G, uint32_t lin, void* p, uint64_t size, uint32_t info,
+                                                uint32_t site) {
+  const uint64_t a = reinterpret_cast<uint64_t>(p);
+  Dispatch* d = G->d;
+  for (uint32_t b = 0; b < d->nbuffers; ++b) {
+    const Buffer& B = d->buffers[b];
+    if (!B.size || a < B.lo || a >= B.lo + B.size) continue;
+    if (out_of(a, size, B.lo, B.size) || misaligned(a, info)) {
+      void* q = bad_access(G, lin, p, size, info, site, O_BUFFER | b, B.lo, B.size, !out_of(a, size, B.lo, B.size));
+      if (q != p) return q;
+    }
+    if (B.shadow && size && !(info & A_ATOMIC)) dev_access(G, B, a - B.lo, size, lin, info, site, b);
+    return p;
+  }
+  if (G->tg_lo && a >= G->tg_lo && a < G->tg_lo + kTgArena) {
+    if (size && (d->tools & (TOOL_RACE | TOOL_INIT))) {
+      uint8_t uninit = 0;
+      tg_access(G, a, size, lin, info, site, G->tg_lo, O_UNKNOWN, &uninit);
+      if (uninit) uninit_read(G, lin, p, size, site, G->tg_lo, kTgArena, O_UNKNOWN);
+    }
+    return p;
+  }
+  // Private memory: this worker's stack, or the group's work-item context
+  // (the per-thread frames of private arrays live there).
+  const uint64_t sp = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  const uint64_t slo = reinterpret_cast<uint64_t>(wi::t_scratch);
+  if ((a + (uint64_t(8) << 20) >= sp && a < sp + (uint64_t(8) << 20)) || (a >= slo && a < slo + wi::t_scratch_size))
+    return p;
+  return bad_access(G, lin, p, size, info, site, O_UNKNOWN, 0, 0, false);
+}
+
+}  // namespace chk
+}  // namespace mk
+#endif
 
 // The work-item entry of a kernel (`__mk_wientry_<n>`, generated) calls this
 // with its descriptor and the kernel's fiber entry point, which takes over
@@ -452,6 +662,12 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
   G.st = reinterpret_cast<uint32_t*>(mem + o_states);
   G.released = reinterpret_cast<uint8_t*>(mem + o_released);
   G.n = n;
+#ifdef MK_CHECK
+  if (!chk::begin_group(r, g, k)) {
+    __mk_rt->fail("out of memory for the checker's state");
+    return;
+  }
+#endif
 
   Summary mm = run_range(G, 0, 0, n);
   for (;;) {
@@ -463,10 +679,16 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
       // of a simd function. (mn == live_max: every state is mn or DONE.)
       if (!mm.ndone) {
         if (k->syncs[mn].kind == SYNC_SIMD) simd_range(G, mn, 0, n);
+#ifdef MK_CHECK
+        else chk_barrier(G, mn, 0);
+#endif
         mm = run_range(G, mn, 0, n);
         continue;
       }
       const uint32_t live = n - mm.ndone;
+#ifdef MK_CHECK
+      if (k->syncs[mn].kind == SYNC_BARRIER) chk_barrier(G, mn, mm.ndone);
+#endif
       if (uint32_t(mm.live_hi) - mm.live_lo == live) {
         // ... and they are consecutive (`if (lid < k) return;` and the
         // like): one run, no per-thread masks.
@@ -504,6 +726,9 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
       any = true;
     }
     if (!any) {
+#ifdef MK_CHECK
+      chk_barriers(G);
+#endif
       // Every live thread waits at a barrier (not necessarily the same
       // one): release them all.
       for (uint32_t t = 0; t < n; ++t) G.released[t] = G.st[t] != DONE;

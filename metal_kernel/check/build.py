@@ -1,0 +1,100 @@
+"""The checked build of a kernel library: the runtime's pipeline with the
+instrumentation pass in the middle.
+
+    rewritten C++ --clang -O2 -gline-tables-only, MK_WORKITEM, MK_CHECK--> IR
+        --instrument.py (checks, sites; debug info stripped)-->
+        --runtime/workitem.py (every kernel, one region at least)--> IR
+        --clang -O2--> checked kernel library
+
+Called by runtime/compiler.py for CompileOptions(checked=True), so checked
+libraries share the on-disk cache (keyed apart by that option). A checked
+build is always of the whole file (not kernel by kernel, as large files'
+ordinary builds are)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from ..runtime import compiler as C
+from ..runtime import pass2, workitem
+from . import instrument as I
+
+# The first optimisation keeps accesses scalar (no masked or gathered vector
+# accesses for the pass to handle); the last one vectorises what it can.
+FIRST_STAGE_FLAGS = ["-gline-tables-only", "-fno-vectorize", "-fno-slp-vectorize"]
+
+
+def build_checked(ctx: pass2.Context, result, opts, source: str, out_base: str) -> dict:
+    """Builds the checked library of a rewritten file (`result`, every
+    kernel) into `out_base`.so; returns the library's metadata (kernels,
+    sites, what each kernel writes)."""
+    tmp = ctx.tmp
+    cpp = result.source(workitem=True)
+    defines = ["-DMK_WORKITEM=1", "-DMK_CHECK=1"]
+    flags = [f for f in pass2.cxx_flags(ctx.tc, ctx.optimize, *defines) if f != "-g0"] + FIRST_STAGE_FLAGS
+    proc, ll = ctx.to_ir(cpp, "kernel.ll", *defines, flags=flags)
+    if proc.returncode != 0:
+        raise C._error(proc.stderr, opts, source, tmp, result)
+    syms = [k.symbol for k in result.kernels]
+    text = Path(ll).read_text()
+    index = pass2.IRIndex(text)
+    kernels_out = [dataclasses.replace(k, tg_bytes=index.tg_bytes(f"__mk_entry_{k.symbol}")) for k in result.kernels]
+    # Helpers the optimiser kept out of line: inline them, so that their
+    # accesses are checked with the kernel's thread and objects.
+    for _ in range(2):
+        helpers = I.functions_to_inline(text, syms)
+        if not helpers:
+            break
+        Path(ll).write_text(pass2._force_inline(text, helpers))
+        ll2 = os.path.join(tmp, "kernel.inl.ll")
+        p2 = subprocess.run(ctx.tc.cxx(ll, opts.optimize, "-w", "-S", "-emit-llvm", "-o", ll2),
+                            capture_output=True, text=True, cwd=tmp)
+        if p2.returncode != 0:
+            break
+        text = Path(ll2).read_text()
+    inst = I.instrument(text, syms)
+    text = _declare(inst.text)
+    wi = workitem.transform(text, syms, every_kernel=True)
+    reasons = {}
+    for k in kernels_out:
+        k.mode = wi.modes.get(k.symbol, "fibers")
+        k.streaming = False
+        k.object = os.path.basename(out_base) + ".so"
+        if k.mode != "workitem-loops":
+            reasons[k.symbol] = wi.reasons.get(k.symbol, "the work-item compiler left it on fibers")
+    wi_ll = os.path.join(tmp, "kernel.wi.ll")
+    Path(wi_ll).write_text(wi.text)
+    proc = ctx.link_ir(wi_ll, out_base + ".so", optimise_again=True)
+    if proc.returncode != 0:
+        raise RuntimeError("metal-kernel could not build the checked library (a bug of the checker, "
+                           "not of your kernel):\n" + proc.stderr[:4000])
+    kernels = {str(sym): info.to_json() for sym, info in inst.kernels.items()}
+    for sym, why in reasons.items():
+        kernels.setdefault(str(sym), {})["not_checked"] = why
+    return {
+        "kernels": C._entries_to_json(kernels_out),
+        "lazy": False,
+        "check": {
+            "sites": [[s.file, s.line, s.column, s.function, s.what] for s in inst.sites],
+            "kernels": kernels,
+            "globals": inst.globals,
+            "tg_names": _threadgroup_names(cpp),
+        },
+    }
+
+
+def _threadgroup_names(cpp: str) -> dict[str, str]:
+    """Threadgroup variables of kernel bodies by slot, from the rewriter's
+    `auto& name = ::mk::tg_ref<T>(slot);` lines."""
+    return {m.group(2): m.group(1) for m in re.finditer(r"auto& (\w+) = ::mk::tg_ref<(?:(?!;).)*?>\((\d+)u\);", cpp)}
+
+
+def _declare(text: str) -> str:
+    """Declarations the inserted code needs."""
+    if "declare void @llvm.memset.p0.i64(" not in text and "@llvm.memset.p0.i64(" in text:
+        text += "\ndeclare void @llvm.memset.p0.i64(ptr, i8, i64, i1)\n"
+    return text

@@ -1,0 +1,117 @@
+"""ctypes view of the kernel-side checker's records (mirrors mk/check.h)."""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+
+# Tools (chk::Tool)
+TOOL_MEM, TOOL_RACE, TOOL_SYNC, TOOL_INIT = 1, 2, 4, 8
+TOOLS = {"memcheck": TOOL_MEM, "racecheck": TOOL_RACE, "synccheck": TOOL_SYNC, "initcheck": TOOL_INIT}
+
+# Finding kinds (chk::Kind)
+K_OOB, K_MISALIGNED, K_RACE, K_DIVERGENCE, K_UNINIT, K_INACTIVE, K_RETURNED = range(1, 8)
+
+# Access bits
+A_READ, A_WRITE, A_ATOMIC = 1, 2, 4
+
+# Objects
+O_BUFFER, O_TG, O_TGPARAM, O_PRIVATE, O_GLOBAL, O_UNKNOWN = (0x10000, 0x20000, 0x30000, 0x40000, 0x50000,
+                                                            0x60000)
+
+DEV_ENTRY_SIZE = 20  # sizeof(chk::DevEntry)
+DEDUP_SLOTS = 4096
+NONE = 0xFFFFFFFF
+
+
+class Buffer(ctypes.Structure):
+    _fields_ = [("lo", ctypes.c_uint64), ("size", ctypes.c_uint64), ("shadow", ctypes.c_void_p),
+                ("gshift", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+
+
+class Record(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_uint32), ("site", ctypes.c_uint32), ("group", ctypes.c_uint32),
+                ("lin", ctypes.c_uint32), ("other_site", ctypes.c_uint32), ("other_group", ctypes.c_uint32),
+                ("other_lin", ctypes.c_uint32), ("access", ctypes.c_uint32), ("addr", ctypes.c_uint64),
+                ("offset", ctypes.c_int64), ("size", ctypes.c_uint64), ("object_size", ctypes.c_uint64),
+                ("object", ctypes.c_uint32), ("count", ctypes.c_uint32)]
+
+
+assert ctypes.sizeof(Record) == 72
+
+
+class Dispatch(ctypes.Structure):
+    _fields_ = [("tools", ctypes.c_uint32), ("nbuffers", ctypes.c_uint32), ("buffers", Buffer * 64),
+                ("records", ctypes.POINTER(Record)), ("capacity", ctypes.c_uint32),
+                ("nrecords", ctypes.c_uint32), ("total", ctypes.c_uint64), ("dropped", ctypes.c_uint64),
+                ("keys", ctypes.c_uint64 * DEDUP_SLOTS), ("slots", ctypes.c_uint32 * DEDUP_SLOTS)]
+
+
+class DeviceShadow:
+    """Zeroed shadow entries for one buffer, one per granule, in an
+    anonymous mapping (pages cost nothing until touched)."""
+
+    def __init__(self, nbytes: int, gshift: int):
+        count = (max(nbytes, 1) + (1 << gshift) - 1) >> gshift
+        self.size = count * DEV_ENTRY_SIZE
+        self.map = mmap.mmap(-1, self.size)
+        try:
+            self.map.madvise(mmap.MADV_HUGEPAGE)
+        except (AttributeError, OSError, ValueError):
+            pass
+        self._anchor = ctypes.c_char.from_buffer(self.map)
+        self.address = ctypes.addressof(self._anchor)
+
+    def close(self):
+        del self._anchor
+        self.map.close()
+
+
+class DispatchState:
+    """One checked dispatch's records, as the kernel side fills them."""
+
+    def __init__(self, tools: int, capacity: int):
+        self.records = (Record * capacity)()
+        self.d = Dispatch()
+        self.d.tools = tools
+        self.d.records = ctypes.cast(self.records, ctypes.POINTER(Record))
+        self.d.capacity = capacity
+        self.shadows: list[DeviceShadow] = []
+
+    @property
+    def address(self) -> int:
+        return ctypes.addressof(self.d)
+
+    def set_buffers(self, ptrs: list[int], sizes: list[int], shadows: dict[int, int]):
+        """`shadows`: buffer index -> log2 granule, for the buffers to track."""
+        self.d.nbuffers = len(ptrs)
+        for i, (p, n) in enumerate(zip(ptrs, sizes)):
+            b = self.d.buffers[i]
+            b.lo, b.size = p or 0, n if p else 0
+            b.shadow = None
+            if i in shadows and p and n:
+                sh = DeviceShadow(n, shadows[i])
+                self.shadows.append(sh)
+                b.shadow = sh.address
+                b.gshift = shadows[i]
+
+    def set_tools(self, tools: int):
+        self.d.tools = tools
+
+    def drop_shadows(self):
+        for i in range(self.d.nbuffers):
+            self.d.buffers[i].shadow = None
+        for sh in self.shadows:
+            sh.close()
+        self.shadows = []
+
+    def results(self) -> list[Record]:
+        n = min(self.d.nrecords, self.d.capacity)
+        return [self.records[i] for i in range(n)]
+
+    def reset_records(self):
+        ctypes.memset(ctypes.addressof(self.d.keys), 0, ctypes.sizeof(self.d.keys))
+        ctypes.memset(ctypes.addressof(self.d.slots), 0, ctypes.sizeof(self.d.slots))
+        self.d.nrecords = 0
+        self.d.total = 0
+        self.d.dropped = 0

@@ -1,0 +1,511 @@
+// The kernel-side half of the checking mode (metal_kernel.check).
+//
+// A checked library is the same kernel library built with MK_CHECK: the
+// instrumentation pass (metal_kernel/check/instrument.py) puts a call to one
+// of the __mk_chk_* functions below in front of every load, store, atomic
+// and memory copy of each per-thread function, naming the object the pointer
+// was derived from (its "root": a buffer, a threadgroup variable, a private
+// array, a constant global) and the access's source line ("site"). Each call
+// returns the pointer the access then uses: the original one, or, for an
+// access outside its object, a zero block (loads read 0) or a sink (stores
+// go nowhere), so the run goes on and nothing outside the kernel's objects
+// is ever touched. The group driver (mk/workitem.h) calls the chk::on_*
+// hooks at group start, at barriers and at simdgroup operations.
+//
+// What each tool keeps:
+//   memcheck   bounds of the root object, element alignment;
+//   racecheck  a shadow entry per granule (the smallest access the kernel
+//              makes to the object) with the last writer and the readers
+//              since, each with the clocks that order accesses:
+//                threadgroup memory: the group's epoch (threadgroup barriers
+//                that order threadgroup memory) and the reader's simdgroup
+//                clock (simdgroup barriers that do), so lanes of one
+//                simdgroup that talk after simdgroup_barrier are ordered;
+//                device memory: the group and its device epoch (barriers
+//                with mem_device); two groups are never ordered;
+//              atomic accesses are exempt;
+//   initcheck  an "ever written" bit per granule of threadgroup memory (per
+//              group) and of private arrays (per thread);
+//   synccheck  barrier divergence, in the driver; simd_shuffle & co reading
+//              an inactive lane, in the simd computations (mk/simd.h).
+// Findings go to the dispatch's record table, one record per distinct
+// (kind, site, other site, object), with a count.
+//
+// Everything here is mirrored in metal_kernel/check/native.py.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "abi.h"
+
+namespace mk {
+struct WiGroup;
+
+namespace chk {
+
+enum Tool : uint32_t { TOOL_MEM = 1, TOOL_RACE = 2, TOOL_SYNC = 4, TOOL_INIT = 8 };
+
+enum Kind : uint32_t {
+  K_OOB = 1,        // outside the root object
+  K_MISALIGNED = 2,  // not aligned to its element size
+  K_RACE = 3,
+  K_DIVERGENCE = 4,  // a barrier not every thread of the group reached
+  K_UNINIT = 5,
+  K_INACTIVE = 6,    // a simd function read an inactive lane
+  K_RETURNED = 7,    // threads returned before a barrier others wait at
+};
+
+// Access bits (the `info` argument of the __mk_chk_* functions, constant at
+// every call site): what the access does, the log2 of its element size
+// (alignment) and of the root's shadow granule.
+enum : uint32_t {
+  A_READ = 1,
+  A_WRITE = 2,
+  A_ATOMIC = 4,
+  A_ALIGN_SHIFT = 4,    // bits 4..7: log2(element size)
+  A_GRANULE_SHIFT = 8,  // bits 8..11: log2(granule) of the root's shadow
+};
+
+// Object codes in records: the root of the faulting pointer.
+enum : uint32_t {
+  O_BUFFER = 0x10000,    // | buffer index
+  O_TG = 0x20000,        // | slot
+  O_TGPARAM = 0x30000,   // | [[threadgroup(n)]] index
+  O_PRIVATE = 0x40000,
+  O_GLOBAL = 0x50000,
+  O_UNKNOWN = 0x60000,
+};
+
+// Reader tags in shadow entries (instead of a thread).
+constexpr uint16_t R_MULTI_EPOCH = 0xffff;  // threadgroup: readers in >= 2 simdgroups, this epoch
+constexpr uint16_t R_MULTI_SG = 0x8000;     // threadgroup: | sg: >= 2 readers of one simdgroup and clock
+constexpr uint16_t R_MULTI = 0xfffe;        // device: >= 2 readers of one group and epoch
+constexpr uint16_t R_MULTI_GROUPS = 0xffff; // device: readers in >= 2 groups
+
+// Device memory: one entry per granule of a buffer the kernel may write.
+// wg/rg: group + 1 (0: none); wl/rl: thread in the group (or a tag);
+// we/re: the group's device epoch then; ws/rs: the access's site.
+struct DevEntry {
+  uint32_t wg, rg;
+  uint16_t wl, we, ws, rl, re, rs;
+};
+static_assert(sizeof(DevEntry) == 20, "mirrored in check/native.py");
+
+// Threadgroup memory: one entry per byte of the worker's threadgroup arena
+// (only the first byte of each granule is used). `gen` names the group the
+// entry belongs to: an older one reads as empty, so nothing is cleared
+// between groups. wl/rl: thread + 1 (0: none) or a reader tag; we/re: the
+// group's epoch; wc/rc: the simdgroup clock of that thread's simdgroup.
+struct TgEntry {
+  uint32_t gen;
+  uint16_t wl, we, wc, ws, rl, re, rc, rs, init, pad;
+};
+static_assert(sizeof(TgEntry) == 24, "24 bytes");
+
+struct Buffer {
+  uint64_t lo, size;
+  DevEntry* shadow;  // null: not tracked (the kernel never writes it)
+  uint32_t gshift, pad;
+};
+
+// One finding, as the kernel side records it.
+struct Record {
+  uint32_t kind, site, group, lin;
+  uint32_t other_site, other_group, other_lin, access;  // access: this | other << 8 (A_* bits)
+  uint64_t addr;
+  int64_t offset;  // from the object's start
+  uint64_t size;   // of the access
+  uint64_t object_size;
+  uint32_t object, count;
+};
+static_assert(sizeof(Record) == 72, "mirrored in check/native.py");
+
+constexpr uint32_t kDedupSlots = 4096;
+
+// One checked dispatch; filled by the host (check/native.py).
+struct Dispatch {
+  uint32_t tools;
+  uint32_t nbuffers;
+  Buffer buffers[64];
+  Record* records;
+  uint32_t capacity;
+  uint32_t nrecords;   // atomic
+  uint64_t total;      // every occurrence (atomic)
+  uint64_t dropped;    // distinct findings past `capacity` (atomic)
+  uint64_t keys[kDedupSlots];  // open addressing: key + 1, 0 empty
+  uint32_t slots[kDedupSlots]; // record index + 1
+};
+
+constexpr uint32_t kTgArena = MK_MAX_TG_MEMORY;
+
+// The group being run on this worker.
+struct Group {
+  Dispatch* d;
+  uint32_t group;     // linear index in the grid
+  uint32_t gen;       // this group's generation (threadgroup shadow)
+  uint16_t tg_epoch, dev_epoch;
+  uint16_t sgc[MK_MAX_THREADS_PER_GROUP / MK_SIMD_WIDTH];
+  uint64_t tg_lo;     // start of the worker's threadgroup arena
+  TgEntry* tg_shadow; // kTgArena entries
+  uint64_t tgp_lo[64], tgp_size[64];
+  uint32_t ntgp;
+  // The simd point being computed (for inactive-lane reports).
+  uint32_t simd_site, simd_lo;
+};
+
+static __thread Group* t_group = nullptr;
+alignas(64) static const char k_zero[4096] = {};
+alignas(64) static char k_sink[4096];
+
+inline uint64_t fmix(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  return k;
+}
+
+// Records a finding (first occurrence of its key) and counts it.
+__attribute__((noinline, cold)) inline void report(Group* G, const Record& r) {
+  Dispatch* d = G->d;
+  __atomic_fetch_add(&d->total, 1, __ATOMIC_RELAXED);
+  const uint64_t key = (uint64_t(r.kind) << 56) ^ (uint64_t(r.site) << 32) ^ (uint64_t(r.other_site) << 12) ^
+                       uint64_t(r.object) ^ (uint64_t(r.access & 0xff) << 48);
+  uint64_t h = fmix(key) % kDedupSlots;
+  for (uint32_t probe = 0; probe < kDedupSlots; ++probe, h = (h + 1) % kDedupSlots) {
+    uint64_t cur = __atomic_load_n(&d->keys[h], __ATOMIC_ACQUIRE);
+    if (cur == 0) {
+      uint64_t expected = 0;
+      if (__atomic_compare_exchange_n(&d->keys[h], &expected, key + 1, false, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE)) {
+        const uint32_t i = __atomic_fetch_add(&d->nrecords, 1, __ATOMIC_RELAXED);
+        if (i >= d->capacity) {
+          __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
+          __atomic_store_n(&d->slots[h], 0xffffffffu, __ATOMIC_RELEASE);
+          return;
+        }
+        d->records[i] = r;
+        d->records[i].count = 1;
+        __atomic_store_n(&d->slots[h], i + 1, __ATOMIC_RELEASE);
+        return;
+      }
+      cur = expected;
+    }
+    if (cur == key + 1) {
+      uint32_t s;
+      while ((s = __atomic_load_n(&d->slots[h], __ATOMIC_ACQUIRE)) == 0) {
+      }
+      if (s != 0xffffffffu) __atomic_fetch_add(&d->records[s - 1].count, 1, __ATOMIC_RELAXED);
+      return;
+    }
+  }
+  __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
+}
+
+inline Record make_record(Group* G, uint32_t kind, uint32_t site, uint32_t lin) {
+  Record r;
+  memset(&r, 0, sizeof r);
+  r.kind = kind;
+  r.site = site;
+  r.group = G->group;
+  r.lin = lin;
+  r.other_site = 0xffffffffu;
+  r.other_group = 0xffffffffu;
+  r.other_lin = 0xffffffffu;
+  return r;
+}
+
+// An access outside its object (or misaligned): recorded; the access goes
+// to the zero block or the sink, or (misaligned, inside) where it pointed.
+__attribute__((noinline, cold)) inline void* bad_access(Group* G, uint32_t lin, void* p, uint64_t size,
+                                                        uint32_t info, uint32_t site, uint32_t object,
+                                                        uint64_t lo, uint64_t objsize, bool inside) {
+  Record r = make_record(G, inside ? K_MISALIGNED : K_OOB, site, lin);
+  r.access = info & 7;
+  r.addr = reinterpret_cast<uint64_t>(p);
+  r.offset = int64_t(r.addr - lo);
+  r.size = size;
+  r.object_size = objsize;
+  r.object = object;
+  if (G->d->tools & TOOL_MEM) report(G, r);
+  if (inside) return p;
+  if (size > sizeof k_zero) return nullptr;  // only memory copies are this large: they get length 0
+  return (info & (A_WRITE | A_ATOMIC)) ? static_cast<void*>(k_sink) : const_cast<char*>(k_zero);
+}
+
+__attribute__((always_inline)) inline bool out_of(uint64_t a, uint64_t size, uint64_t lo, uint64_t objsize) {
+  const uint64_t off = a - lo;
+  return off > objsize || size > objsize - off;
+}
+
+__attribute__((always_inline)) inline bool misaligned(uint64_t a, uint32_t info) {
+  return a & ((uint64_t(1) << ((info >> A_ALIGN_SHIFT) & 15)) - 1);
+}
+
+// ------------------------------------------------------------ races --
+
+__attribute__((noinline, cold)) inline void race(Group* G, uint32_t lin, uint32_t site, uint32_t info,
+                                                 uint32_t other_group, uint32_t other_lin, uint32_t other_site,
+                                                 uint32_t other_access, uint64_t addr, uint64_t lo,
+                                                 uint32_t object) {
+  if (!(G->d->tools & TOOL_RACE)) return;
+  Record r = make_record(G, K_RACE, site, lin);
+  r.access = (info & 7) | (other_access << 8);
+  r.other_group = other_group;
+  r.other_lin = other_lin;
+  r.other_site = other_site;
+  r.addr = addr;
+  r.offset = int64_t(addr - lo);
+  r.object = object;
+  report(G, r);
+}
+
+// Device memory: accesses of two groups are never ordered (but atomics);
+// within a group, a barrier with mem_device between them orders them.
+__attribute__((always_inline)) inline void dev_access(Group* G, const Buffer& B, uint64_t off, uint64_t size,
+                                                      uint32_t lin, uint32_t info, uint32_t site, uint32_t b) {
+  const uint32_t g = G->group + 1;
+  const uint16_t e = G->dev_epoch, l = uint16_t(lin);
+  const uint32_t gs = B.gshift;
+  const uint64_t first = off >> gs, last = (off + size - 1) >> gs;
+  for (uint64_t k = first; k <= last; ++k) {
+    DevEntry& E = B.shadow[k];
+    const uint64_t addr = B.lo + (k << gs);
+    if (E.wg && !(E.wg == g && (E.wl == l || E.we != e)))
+      race(G, lin, site, info, E.wg - 1, E.wl, E.ws, A_WRITE, addr, B.lo, O_BUFFER | b);
+    if (info & A_WRITE) {
+      if (E.rg) {
+        const bool conflict = E.rl == R_MULTI_GROUPS || E.rg != g ||
+                              (E.re == e && (E.rl == R_MULTI || E.rl != l));
+        if (conflict)
+          race(G, lin, site, info, E.rg - 1, E.rl == R_MULTI || E.rl == R_MULTI_GROUPS ? 0xffffffffu : E.rl,
+               E.rs, A_READ, addr, B.lo, O_BUFFER | b);
+        E.rg = 0;
+      }
+      E.wg = g;
+      E.wl = l;
+      E.we = e;
+      E.ws = uint16_t(site);
+    } else {
+      if (!E.rg) {
+        E.rg = g;
+        E.rl = l;
+        E.re = e;
+        E.rs = uint16_t(site);
+      } else if (E.rl == R_MULTI_GROUPS) {
+      } else if (E.rg != g) {
+        E.rl = R_MULTI_GROUPS;
+      } else if (E.re != e) {
+        E.rl = l;
+        E.re = e;
+        E.rs = uint16_t(site);
+      } else if (E.rl != l && E.rl != R_MULTI) {
+        E.rl = R_MULTI;
+      }
+    }
+  }
+}
+
+// Threadgroup memory: ordered by a threadgroup barrier ordering threadgroup
+// memory (epoch), or, within a simdgroup, by a simdgroup barrier that does
+// (the simdgroup's clock).
+__attribute__((always_inline)) inline bool tg_ordered(uint16_t ol, uint16_t oe, uint16_t oc, uint16_t l, uint16_t e,
+                                                      uint16_t c) {
+  return ol == l || oe != e || (((ol - 1) >> 5) == ((l - 1) >> 5) && oc != c);
+}
+
+__attribute__((always_inline)) inline void tg_access(Group* G, uint64_t a, uint64_t size, uint32_t lin,
+                                                     uint32_t info, uint32_t site, uint64_t lo, uint32_t object,
+                                                     uint8_t* uninit) {
+  const uint64_t off = a - G->tg_lo;
+  if (off >= kTgArena) return;  // not in the arena (a [[threadgroup(n)]] past its size: reported already)
+  const uint32_t gs = (info >> A_GRANULE_SHIFT) & 15;
+  const uint64_t gmask = (uint64_t(1) << gs) - 1;
+  const uint64_t first = off & ~gmask;
+  uint64_t last = (off + size - 1) & ~gmask;
+  if (last >= kTgArena) last = kTgArena - 1;
+  const uint16_t l = uint16_t(lin + 1), e = G->tg_epoch, sg = uint16_t(lin >> 5), c = G->sgc[sg];
+  bool all_uninit = true;
+  for (uint64_t k = first; k <= last; k += gmask + 1) {
+    TgEntry& E = G->tg_shadow[k];
+    if (E.gen != G->gen) {
+      memset(&E, 0, sizeof E);
+      E.gen = G->gen;
+    }
+    const uint64_t addr = G->tg_lo + k;
+    if (info & A_ATOMIC) {
+      E.init = 1;
+      all_uninit = false;
+      continue;
+    }
+    if (E.wl && !tg_ordered(E.wl, E.we, E.wc, l, e, c))
+      race(G, lin, site, info, G->group, E.wl - 1u, E.ws, A_WRITE, addr, lo, object);
+    if (info & A_WRITE) {
+      if (E.rl) {
+        bool conflict;
+        if (E.rl == R_MULTI_EPOCH) conflict = E.re == e;
+        else if (E.rl & R_MULTI_SG) conflict = E.re == e && ((E.rl & 0x7fff) != sg || E.rc == c);
+        else conflict = !tg_ordered(E.rl, E.re, E.rc, l, e, c);
+        if (conflict)
+          race(G, lin, site, info, G->group, (E.rl & R_MULTI_SG) ? 0xffffffffu : E.rl - 1u, E.rs, A_READ, addr, lo,
+               object);
+        E.rl = 0;
+      }
+      E.wl = l;
+      E.we = e;
+      E.wc = c;
+      E.ws = uint16_t(site);
+      E.init = 1;
+      all_uninit = false;
+    } else {
+      if (E.init) all_uninit = false;
+      if (!E.rl || E.re != e) {
+        E.rl = l; E.re = e; E.rc = c; E.rs = uint16_t(site);
+      } else if (E.rl == R_MULTI_EPOCH) {
+      } else if (E.rl & R_MULTI_SG) {
+        if ((E.rl & 0x7fff) != sg) E.rl = R_MULTI_EPOCH;
+        else if (E.rc != c) { E.rl = l; E.rc = c; E.rs = uint16_t(site); }
+      } else if (((E.rl - 1) >> 5) == sg) {
+        if (E.rl == l || E.rc != c) { E.rl = l; E.rc = c; E.rs = uint16_t(site); }
+        else E.rl = uint16_t(R_MULTI_SG | sg);
+      } else {
+        E.rl = R_MULTI_EPOCH;
+      }
+    }
+  }
+  if (uninit && (info & A_READ) && !(info & (A_WRITE | A_ATOMIC)) && all_uninit) *uninit = 1;
+}
+
+__attribute__((noinline, cold)) inline void uninit_read(Group* G, uint32_t lin, void* p, uint64_t size,
+                                                        uint32_t site, uint64_t lo, uint64_t objsize, uint32_t object) {
+  if (!(G->d->tools & TOOL_INIT)) return;
+  Record r = make_record(G, K_UNINIT, site, lin);
+  r.access = A_READ;
+  r.addr = reinterpret_cast<uint64_t>(p);
+  r.offset = int64_t(r.addr - lo);
+  r.size = size;
+  r.object_size = objsize;
+  r.object = object;
+  report(G, r);
+}
+
+// ------------------------------------------------------- driver hooks --
+
+// Per worker: the group state and the threadgroup shadow (~768 KiB), made
+// once.
+inline Group* group_state() {
+  Group* G = t_group;
+  if (!G) {
+    G = static_cast<Group*>(__builtin_calloc(1, sizeof(Group)));
+    if (G) G->tg_shadow = static_cast<TgEntry*>(__builtin_calloc(kTgArena, sizeof(TgEntry)));
+    if (!G || !G->tg_shadow) return nullptr;
+    t_group = G;
+  }
+  return G;
+}
+
+inline Group* group_of(const void* g) {
+  return *reinterpret_cast<Group* const*>(static_cast<const char*>(g) + MK_WI_CHK_OFFSET);
+}
+
+// Where an access through a pointer of unknown origin lands: a buffer, a
+// threadgroup object, or private memory (this worker's stack or work-item
+// context); anything else is outside every object.
+__attribute__((noinline)) inline void* classify(Group* G, uint32_t lin, void* p, uint64_t size, uint32_t info,
+                                                uint32_t site);
+
+}  // namespace chk
+}  // namespace mk
+
+// The instrumentation's entry points: one per kind of root. Each checks the
+// access against its object and tracks it; it returns the pointer the access
+// must use. `g` is the per-thread function's WiGroup, `lin` its thread.
+#define MK_CHK_FN extern "C" __attribute__((always_inline, used, visibility("hidden"))) inline
+
+MK_CHK_FN void* __mk_chk_buf(const void* g, uint32_t lin, void* p, uint64_t size, uint32_t info,
+                             uint32_t site, uint32_t b) {
+  using namespace mk::chk;
+  Group* G = group_of(g);
+  const Buffer& B = G->d->buffers[b];
+  const uint64_t a = reinterpret_cast<uint64_t>(p);
+  if (__builtin_expect(out_of(a, size, B.lo, B.size) || misaligned(a, info), 0)) {
+    const bool inside = !out_of(a, size, B.lo, B.size);
+    void* q = bad_access(G, lin, p, size, info, site, O_BUFFER | b, B.lo, B.size, inside);
+    if (q != p) return q;
+  }
+  if (B.shadow && size && !(info & A_ATOMIC)) dev_access(G, B, a - B.lo, size, lin, info, site, b);
+  return p;
+}
+
+// Threadgroup variables of the kernel body (`base`: the variable, `objsize`
+// its size) and [[threadgroup(n)]] parameters (base null, `slot` = n).
+MK_CHK_FN void* __mk_chk_tg(const void* g, uint32_t lin, void* p, uint64_t size, uint32_t info, uint32_t site,
+                            void* base, uint64_t objsize, uint32_t slot) {
+  using namespace mk::chk;
+  Group* G = group_of(g);
+  uint64_t lo = reinterpret_cast<uint64_t>(base);
+  uint32_t object = O_TG | slot;
+  if (!base) {
+    lo = G->tgp_lo[slot];
+    objsize = G->tgp_size[slot];
+    object = O_TGPARAM | slot;
+  }
+  const uint64_t a = reinterpret_cast<uint64_t>(p);
+  if (__builtin_expect(out_of(a, size, lo, objsize) || misaligned(a, info), 0)) {
+    const bool inside = !out_of(a, size, lo, objsize);
+    void* q = bad_access(G, lin, p, size, info, site, object, lo, objsize, inside);
+    if (q != p) return q;
+  }
+  if (size && (G->d->tools & (TOOL_RACE | TOOL_INIT))) {
+    uint8_t uninit = 0;
+    tg_access(G, a, size, lin, info, site, lo, object, &uninit);
+    if (__builtin_expect(uninit, 0)) uninit_read(G, lin, p, size, site, lo, objsize, object);
+  }
+  return p;
+}
+
+// A private (thread) array: `init` has one byte per granule (log2 in
+// `info`), set when written; null when the array escapes (not tracked).
+MK_CHK_FN void* __mk_chk_priv(const void* g, uint32_t lin, void* p, uint64_t size, uint32_t info,
+                              uint32_t site, void* base, uint64_t objsize, uint8_t* init) {
+  using namespace mk::chk;
+  const uint64_t a = reinterpret_cast<uint64_t>(p), lo = reinterpret_cast<uint64_t>(base);
+  if (__builtin_expect(out_of(a, size, lo, objsize) || misaligned(a, info), 0)) {
+    const bool inside = !out_of(a, size, lo, objsize);
+    void* q = bad_access(group_of(g), lin, p, size, info, site, O_PRIVATE, lo, objsize, inside);
+    if (q != p) return q;
+  }
+  if (init && size) {
+    const uint32_t gs = (info >> A_GRANULE_SHIFT) & 15;
+    const uint64_t first = (a - lo) >> gs, last = (a - lo + size - 1) >> gs;
+    if (info & (A_WRITE | A_ATOMIC)) {
+      for (uint64_t k = first; k <= last; ++k) init[k] = 1;
+    } else {
+      uint8_t any = 0;
+      for (uint64_t k = first; k <= last; ++k) any |= init[k];
+      if (__builtin_expect(!any, 0)) uninit_read(group_of(g), lin, p, size, site, lo, objsize, O_PRIVATE);
+    }
+  }
+  return p;
+}
+
+// A program-scope `constant` variable: bounds only.
+MK_CHK_FN void* __mk_chk_glob(const void* g, uint32_t lin, void* p, uint64_t size, uint32_t info,
+                              uint32_t site, void* base, uint64_t objsize, uint32_t index) {
+  using namespace mk::chk;
+  const uint64_t a = reinterpret_cast<uint64_t>(p), lo = reinterpret_cast<uint64_t>(base);
+  if (__builtin_expect(out_of(a, size, lo, objsize) || misaligned(a, info), 0)) {
+    const bool inside = !out_of(a, size, lo, objsize);
+    void* q = bad_access(group_of(g), lin, p, size, info, site, O_GLOBAL | index, lo, objsize, inside);
+    if (q != p) return q;
+  }
+  return p;
+}
+
+// A pointer whose origin the instrumentation could not name (loaded from
+// memory, chosen between objects, made from an integer).
+MK_CHK_FN void* __mk_chk_any(const void* g, uint32_t lin, void* p, uint64_t size, uint32_t info, uint32_t site) {
+  return mk::chk::classify(mk::chk::group_of(g), lin, p, size, info, site);
+}
+#undef MK_CHK_FN
+
