@@ -113,8 +113,9 @@ FEATURES: tuple[Feature, ...] = (
     Feature("`[[stage_in]]`", "rejected", "vertex inputs do not exist in compute kernels", "",
             attributes=("stage_in",)),
     Feature("Metal 4 tensors, MetalPerformancePrimitives", "no", "not implemented"),
-    Feature("out-of-bounds accesses that land in mapped memory", "no",
-            "not detected yet (the checking mode is the next piece)"),
+    Feature("out-of-bounds accesses that land in mapped memory", "partial",
+            "found by the checking mode (`metal_kernel.check`, `METAL_KERNEL_CHECK=1`), not in ordinary runs",
+            "tests/check/test_corpus.py"),
 )
 
 
