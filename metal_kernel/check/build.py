@@ -35,7 +35,7 @@ def build_checked(ctx: pass2.Context, result, opts, source: str, out_base: str) 
     tmp = ctx.tmp
     cpp = result.source(workitem=True)
     defines = ["-DMK_WORKITEM=1", "-DMK_CHECK=1"]
-    flags = [f for f in pass2.cxx_flags(ctx.tc, ctx.optimize, *defines) if f != "-g0"] + FIRST_STAGE_FLAGS
+    flags = [f for f in ctx.flags(*defines) if f != "-g0"] + FIRST_STAGE_FLAGS
     proc, ll = ctx.to_ir(cpp, "kernel.ll", *defines, flags=flags)
     if proc.returncode != 0:
         raise C._error(proc.stderr, opts, source, tmp, result)
@@ -58,7 +58,11 @@ def build_checked(ctx: pass2.Context, result, opts, source: str, out_base: str) 
         text = Path(ll2).read_text()
     inst = I.instrument(text, syms)
     text = _declare(inst.text)
-    wi = workitem.transform(text, syms, every_kernel=True)
+    try:
+        wi = workitem.transform(text, syms, every_kernel=True)
+    except Exception as e:  # noqa: BLE001 - a bug of the transform: the plain build, nothing checked
+        return _unchecked_build(ctx, result, opts, source, out_base,
+                                f"the work-item compiler failed ({type(e).__name__}: {e})")
     reasons = {}
     for k in kernels_out:
         k.mode = wi.modes.get(k.symbol, "fibers")
@@ -85,6 +89,19 @@ def build_checked(ctx: pass2.Context, result, opts, source: str, out_base: str) 
             "tg_names": _threadgroup_names(cpp),
         },
     }
+
+
+def _unchecked_build(ctx: pass2.Context, result, opts, source: str, out_base: str, why: str) -> dict:
+    """The library built the ordinary way, as one file, every kernel marked
+    as not checked, so that a failure of the checked pipeline never keeps a
+    program from running."""
+    try:
+        kernels = pass2.build_single(ctx, result, [k.symbol for k in result.kernels], out_base)
+    except pass2.BuildError as e:
+        raise C._error(e.proc.stderr, opts, source, ctx.tmp, result) from None
+    return {"kernels": C._entries_to_json(kernels), "lazy": False,
+            "check": {"sites": [], "globals": [], "tg_names": {},
+                      "kernels": {str(k.symbol): {"not_checked": why} for k in kernels}}}
 
 
 def _threadgroup_names(cpp: str) -> dict[str, str]:

@@ -258,6 +258,14 @@ class Decoder:
                                 "a race or an order-dependent reduction)"],
                        other=OtherAccess(None, None, None, other))
 
+    def schedule_failure(self, err, sched: str) -> Finding:
+        """The kernel faulted under another schedule (on the guarded copies)."""
+        return Finding(kind="oob", kernel=self.name, thread=tuple(err.thread) if err.thread else None,
+                       threadgroup=tuple(err.threadgroup) if err.threadgroup else None,
+                       message=f"Invalid memory access under schedule {sched}",
+                       details=[str(err), "(the first run, in order, stayed in bounds: the access depends on the "
+                                "schedule)"])
+
     def float_atomic_note(self, i: int, diff, sched: str) -> str:
         k, va, vb, name, ndiff = diff
         nm = self.buffer_names.get(i, "?")

@@ -10,7 +10,6 @@ reads) and METAL_KERNEL_CHECK_QUIET=1 (nothing on stderr)."""
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import sys
 

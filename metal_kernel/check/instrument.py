@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..runtime.ir import _DEF, _GLOBAL, _LOCAL, Module, Unsupported, _name, _split_top, parse_call, parse_type
+from .affine import Analysis, Offset
 from .debuginfo import DebugInfo, strip_debug
 from .layout import Layout
 from .roots import _DBG_STRIP, _END, Function, Root, _operand_value
@@ -71,11 +72,17 @@ class KernelInfo:
     writes_unknown: bool = False  # a store through a pointer of unknown origin
     unchecked_calls: list[str] = field(default_factory=list)
     not_instrumented: str = ""  # why the pass left this kernel unchecked
+    # What check/session.py needs to prove a dispatch safe without running it
+    # instrumented: each access through a buffer or constant (its offset as a
+    # polynomial, check/affine.py, or None) and what else the kernel does.
+    accesses: list = field(default_factory=list)
+    uses: set = field(default_factory=set)  # "threadgroup", "private", "unknown", "atomic", "sync"
 
     def to_json(self) -> dict:
         return {"buffer_granule": {str(k): v for k, v in self.buffer_granule.items()},
                 "written": sorted(self.written), "float_atomics": sorted(self.float_atomics),
                 "writes_unknown": self.writes_unknown, "unchecked_calls": self.unchecked_calls,
+                "accesses": self.accesses, "uses": sorted(self.uses),
                 **({"not_checked": self.not_instrumented} if self.not_instrumented else {})}
 
 
@@ -230,6 +237,7 @@ class Instrumenter:
                 g *= 2
             for r in roots:
                 granule[r] = min(granule.get(r, 16), g)
+        self._describe(fn, accesses, info)
         private_init = self._trackable_allocas(fn, [r for _, _, rs in accesses for r in rs])
         out = list(flines)
         entry_extra: list[str] = []
@@ -247,7 +255,7 @@ class Instrumenter:
             pre: list[str] = []
             new_ptrs = []
             for (ptr, rw), r in zip(acc.ptrs, roots):
-                if r.kind == "g":
+                if r.kind in ("g", "groupinfo"):
                     new_ptrs.append(None)
                     continue
                 bits = acc.info_bits or (A_READ if rw == "read" else A_WRITE)
@@ -288,6 +296,31 @@ class Instrumenter:
                 k += 1
             out[k:k] = entry_extra
         return out
+
+    def _describe(self, fn: Function, accesses, info: KernelInfo):
+        """The facts check/session.py proves dispatches with (check/affine.py)."""
+        written = {r.index for _, acc, roots in accesses for (_, rw), r in zip(acc.ptrs, roots)
+                   if r.kind == "buf" and (rw == "write" or acc.info_bits & (A_WRITE | A_ATOMIC))}
+        analysis = Analysis(fn.defs, fn.params, self.layout, uniform_buffers=set(range(64)) - written,
+                            root_of=fn.root)
+        for _, acc, roots in accesses:
+            if acc.kind == "atomic" or acc.info_bits & A_ATOMIC:
+                info.uses.add("atomic")
+            for (ptr, rw), r in zip(acc.ptrs, roots):
+                kind = {"tg": "threadgroup", "tgp": "threadgroup", "priv": "private", "unknown": "unknown"}.get(r.kind)
+                if kind:
+                    info.uses.add(kind)
+                if r.kind not in ("buf", "glob"):
+                    continue
+                entry = {"root": r.kind, "index": r.index, "object_size": r.size,
+                         "size": int(acc.size) if acc.size.isdigit() else None, "align": acc.elem_align,
+                         "write": rw == "write" or bool(acc.info_bits & (A_WRITE | A_ATOMIC)), "offset": None}
+                p = analysis.pointer(ptr) if entry["size"] is not None else None
+                if p is not None and _same_value(p[0], r, fn):
+                    entry["offset"] = Offset(p[1][0], p[1][1]).to_json()
+                info.accesses.append(entry)
+        if any(re.search(r"@__mk_sync_(barrier|simd)\(", ln) for ln in fn.lines):
+            info.uses.add("sync")
 
     def _tmp(self, fn: Function) -> str:
         fn.tmp += 1
@@ -441,6 +474,14 @@ class Instrumenter:
             return
         if any(t.startswith("ptr") for t, _ in c.args):
             info.unchecked_calls.append(name)
+
+
+def _same_value(base: str, r: Root, fn: Function) -> bool:
+    """Whether `base` is the root object's own pointer."""
+    if r.kind == "glob":
+        return base == r.base
+    d = fn.defs.get(base, "")
+    return r.kind == "buf" and "@__mk_chk_buffer(" in d and re.search(rf",\s*i32 (?:noundef )?{r.index}\)", d) is not None
 
 
 def binding_load(ln: str, tmp: str) -> str:

@@ -94,3 +94,20 @@ class Layout:
         if t.startswith(("{", "<{", "[", "%")):
             return 1
         return min(self.store_size(t), 16) if t not in ("x86_fp80",) else 16
+
+    def field(self, t: str, k: int) -> tuple[int, str]:
+        """(byte offset, type) of member `k` of struct type `t`."""
+        t = t.strip()
+        if t.startswith("%"):
+            t = self.named.get(_name(t), "")
+        packed = t.startswith("<{")
+        members = _split_top(t[2:-2] if packed else t[1:-1])
+        off = 0
+        for i, member in enumerate(members):
+            size, align = self.size_align(member)
+            if not packed:
+                off = (off + align - 1) // align * align
+            if i == k:
+                return off, member.strip()
+            off += size
+        raise Unsupported(f"no member {k} in {t}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import itertools
 import mmap
 
 # Tools (chk::Tool)
@@ -20,6 +21,7 @@ O_BUFFER, O_TG, O_TGPARAM, O_PRIVATE, O_GLOBAL, O_UNKNOWN = (0x10000, 0x20000, 0
                                                             0x60000)
 
 DEV_ENTRY_SIZE = 20  # sizeof(chk::DevEntry)
+MAX_BUFFERS = 64  # chk::Dispatch::buffers
 DEDUP_SLOTS = 4096
 NONE = 0xFFFFFFFF
 
@@ -40,11 +42,49 @@ class Record(ctypes.Structure):
 assert ctypes.sizeof(Record) == 72
 
 
+class GroupState(ctypes.Structure):
+    """chk::Group: one worker's state (the kernel side fills it)."""
+    _fields_ = [("d", ctypes.c_void_p), ("group", ctypes.c_uint32), ("gen", ctypes.c_uint32),
+                ("tg_epoch", ctypes.c_uint16), ("dev_epoch", ctypes.c_uint16), ("sgc", ctypes.c_uint16 * 32),
+                ("tg_lo", ctypes.c_uint64), ("tg_shadow", ctypes.c_void_p), ("tgp_lo", ctypes.c_uint64 * 64),
+                ("tgp_size", ctypes.c_uint64 * 64), ("ntgp", ctypes.c_uint32), ("simd_site", ctypes.c_uint32),
+                ("simd_lo", ctypes.c_uint32), ("scratch_lo", ctypes.c_uint64), ("scratch_size", ctypes.c_uint64)]
+
+
 class Dispatch(ctypes.Structure):
     _fields_ = [("tools", ctypes.c_uint32), ("nbuffers", ctypes.c_uint32), ("buffers", Buffer * 64),
                 ("records", ctypes.POINTER(Record)), ("capacity", ctypes.c_uint32),
                 ("nrecords", ctypes.c_uint32), ("total", ctypes.c_uint64), ("dropped", ctypes.c_uint64),
-                ("keys", ctypes.c_uint64 * DEDUP_SLOTS), ("slots", ctypes.c_uint32 * DEDUP_SLOTS)]
+                ("keys", ctypes.c_uint64 * DEDUP_SLOTS), ("slots", ctypes.c_uint32 * DEDUP_SLOTS),
+                ("states", ctypes.POINTER(GroupState)), ("nstates", ctypes.c_uint32),
+                ("next_state", ctypes.c_uint32), ("serial", ctypes.c_uint64)]
+
+
+TG_ARENA = 232448  # MK_MAX_CUDA_SHARED_MEMORY: the worker's threadgroup arena
+TG_ENTRY_SIZE = 24  # sizeof(chk::TgEntry)
+TG_SHADOW_ENTRIES = TG_ARENA // 4 + TG_ARENA // 2 + TG_ARENA  # chk::kTgShadowEntries
+_serial = itertools.count(1)
+
+
+class WorkerStates:
+    """One chk::Group per worker and its threadgroup shadow (~1.3 MiB,
+    committed as touched),
+    made once per check() session and shared by its dispatches."""
+
+    def __init__(self, workers: int):
+        self.array = (GroupState * workers)()
+        self.shadows = []
+        for st in self.array:
+            m = mmap.mmap(-1, TG_SHADOW_ENTRIES * TG_ENTRY_SIZE)
+            anchor = ctypes.c_char.from_buffer(m)
+            self.shadows.append((m, anchor))
+            st.tg_shadow = ctypes.addressof(anchor)
+
+    def attach(self, d: "Dispatch"):
+        d.states = ctypes.cast(self.array, ctypes.POINTER(GroupState))
+        d.nstates = len(self.array)
+        d.next_state = 0
+        d.serial = next(_serial)
 
 
 class DeviceShadow:
@@ -70,9 +110,10 @@ class DeviceShadow:
 class DispatchState:
     """One checked dispatch's records, as the kernel side fills them."""
 
-    def __init__(self, tools: int, capacity: int):
+    def __init__(self, tools: int, capacity: int, workers: WorkerStates):
         self.records = (Record * capacity)()
         self.d = Dispatch()
+        workers.attach(self.d)
         self.d.tools = tools
         self.d.records = ctypes.cast(self.records, ctypes.POINTER(Record))
         self.d.capacity = capacity
@@ -82,12 +123,13 @@ class DispatchState:
     def address(self) -> int:
         return ctypes.addressof(self.d)
 
-    def set_buffers(self, ptrs: list[int], sizes: list[int], shadows: dict[int, int]):
-        """`shadows`: buffer index -> log2 granule, for the buffers to track."""
-        self.d.nbuffers = len(ptrs)
-        for i, (p, n) in enumerate(zip(ptrs, sizes)):
+    def set_buffers(self, spans: list[tuple[int, int]], shadows: dict[int, int]):
+        """`spans`: each buffer's addressable (start, size); `shadows`:
+        buffer index -> log2 granule, for the buffers to track."""
+        self.d.nbuffers = len(spans)
+        for i, (p, n) in enumerate(spans):
             b = self.d.buffers[i]
-            b.lo, b.size = p or 0, n if p else 0
+            b.lo, b.size = p, n
             b.shadow = None
             if i in shadows and p and n:
                 sh = DeviceShadow(n, shadows[i])

@@ -63,6 +63,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     dispatches: int = 0
+    proven: int = 0  # dispatches proven unable to go wrong before they ran (check/prove.py)
     tools: tuple[str, ...] = ()
     schedules: int = 0
 
@@ -72,7 +73,7 @@ class Report:
 
     def __str__(self) -> str:
         lines = [f"{PREFIX}METAL-KERNEL CHECK ({', '.join(self.tools)}; {self.schedules} schedule(s) per "
-                 f"dispatch; {self.dispatches} dispatch(es))"]
+                 f"dispatch; {self.dispatches} dispatch(es), {self.proven} proven safe before running)"]
         for f in self.findings:
             lines += f.text()
         for n in self.notes:
@@ -82,7 +83,7 @@ class Report:
         return "\n".join(lines)
 
     def to_json(self) -> dict:
-        return {"ok": self.ok, "errors": len(self.findings), "dispatches": self.dispatches,
+        return {"ok": self.ok, "errors": len(self.findings), "dispatches": self.dispatches, "proven": self.proven,
                 "tools": list(self.tools), "schedules": self.schedules,
                 "findings": [f.to_json() for f in self.findings], "notes": self.notes}
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..runtime.ir import _DEF, _GLOBAL, _LOCAL, Unsupported, _name, _split_top, parse_call, parse_type
 from .layout import Layout
 
+GROUP_INFO = 0xFFFFFFFF  # MK_TG_GROUP_INFO (mk/abi.h)
 _DBG_STRIP = re.compile(r",\s*!dbg !\d+")
 _END = r"(?![-\w.$])"  # the end of a value name
 
@@ -68,6 +69,7 @@ class Function:
         if len(params) != 5:
             raise Unsupported("unexpected per-thread signature")
         self.g, self.lin = params[0], params[4]
+        self.params = params
         self.defs: dict[str, str] = {}
         for ln in lines[1:-1]:
             dm = _DEF.match(ln)
@@ -145,7 +147,7 @@ class Function:
             parts = _split_top(re.sub(r"^load\s+(atomic\s+)?(volatile\s+)?", "", d))
             if len(parts) > 1 and self._sub(_operand_value(parts[1]), depth + 1).kind == "g":
                 return Root("g")
-            return UNKNOWN
+            return UNKNOWN  # (a pointer from the group record, CUDA's dynamic shared memory, too)
         if "call" in d.split("(")[0]:
             try:
                 c = parse_call(d)
@@ -157,8 +159,11 @@ class Function:
                 return Root("buf", int(vals[1]))
             if name == "__mk_chk_tgparam" and len(vals) == 2 and vals[1].isdigit():
                 return Root("tgp", int(vals[1]))
-            if name == "__mk_tg_alloc" and len(vals) == 3 and all(x.isdigit() for x in vals):
-                return Root("tg", int(vals[0]), v, int(vals[1]))
+            if name == "__mk_tg_alloc" and len(vals) == 3 and all(re.fullmatch(r"-?\d+", x) for x in vals):
+                slot = int(vals[0]) & 0xFFFFFFFF
+                if slot == GROUP_INFO:
+                    return Root("groupinfo")  # the runtime's record of the running group (read-only)
+                return Root("tg", slot, v, int(vals[1]))
         return UNKNOWN
 
     def _join(self, roots: list[Root]) -> Root:

@@ -6,15 +6,16 @@ A dispatch inside ``check()`` runs
 1. once in the checked build (check/build.py) with every tool on, in the
    default order: memcheck, racecheck, initcheck and synccheck record what
    they see (mk/check.h, mk/workitem.h);
-2. ``schedules - 1`` more times in the checked build with memcheck only (an
-   access outside its object can never touch memory, whatever the order),
-   each under another legal schedule: threadgroups reversed or shuffled,
-   the threads between two synchronisation points reversed or shuffled by
-   simdgroup, one worker or all of them. Every buffer the kernel may write
-   is restored before each run and compared after it with the first run's
-   result: a difference is a ``schedule-dependent`` finding (or, in a buffer
-   the kernel adds floats to atomically, a note: the order of float
-   additions is free);
+2. ``schedules - 1`` more times in the ordinary build, each under another
+   legal schedule: threadgroups reversed or shuffled, the simdgroups between
+   two synchronisation points reversed or shuffled, one worker or all of
+   them. These runs work on copies of the buffers fenced by inaccessible
+   pages (check/guarded.py): an access past a buffer faults instead of
+   touching memory. The copies of the buffers the kernel may write start
+   from the contents before the first run, and end compared with the first
+   run's result: a difference is a ``schedule-dependent`` finding (or, in a
+   buffer the kernel updates with float or compare-and-swap atomics, a
+   note: the order of those is free);
 3. leaves the buffers as the first run wrote them.
 """
 
@@ -29,6 +30,8 @@ from ..runtime.library import Kernel, Library, load_library
 from ..runtime.native import ORDER_DEFAULT, ORDER_REVERSE, ORDER_SHUFFLE
 from . import native as N
 from .decode import Decoder, Geometry
+from .guarded import GuardedBuffers
+from .prove import prove
 from .report import Finding, Report
 
 ALL_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -62,7 +65,7 @@ def checked_library(lib: Library) -> Library:
         if lib._source is None or lib._options is None:
             raise RuntimeError("this library was not made by compile_shader, so it cannot be rebuilt checked")
         opts = CompileOptions(**{**lib._options.key(), "checked": True})
-        clib = load_library(lib._source, opts)
+        clib = load_library(lib._source, opts, type(lib))
         lib._variants["checked"] = clib
     return clib
 
@@ -88,6 +91,14 @@ class Session:
         self.report = Report(tools=self.tools, schedules=len(self.schedules))
         self.hidden = 0
         self.on_dispatch = on_dispatch  # called with the findings of each dispatch
+        self._workers: N.WorkerStates | None = None
+
+    def workers(self) -> N.WorkerStates:
+        if self._workers is None:
+            from ..runtime.native import runtime
+
+            self._workers = N.WorkerStates(max(1, runtime().mkrt_init(0)))
+        return self._workers
 
     # ------------------------------------------------------------ dispatch --
     def dispatch(self, kernel: Kernel, args, b, grid, group, ngroups, threadgroup_memory, timeout_ms):
@@ -100,8 +111,23 @@ class Session:
             self._note(f"kernel '{kernel.name}' ran unchecked: {why}")
             kernel._launch(b, grid, group, ngroups, threadgroup_memory, timeout_ms)
             return None
+        if len(b.ptrs) > N.MAX_BUFFERS:
+            self._note(f"kernel '{kernel.name}' ran unchecked: {len(b.ptrs)} buffers (the checker follows at most "
+                       f"{N.MAX_BUFFERS})")
+            kernel._launch(b, grid, group, ngroups, threadgroup_memory, timeout_ms)
+            return None
         for call in facts.get("unchecked_calls", []):
             self._note(f"kernel '{kernel.name}': accesses in {call}() are not checked (it was not inlined)")
+        spans = [_addressable(a, p, n) for a, p, n in zip(list(args) + [None] * len(b.ptrs), b.ptrs, b.sizes)]
+        proof = prove(facts, grid, group, ngroups, b.ptrs, b.sizes, spans)
+        if proof.whole:
+            # Every access provably in bounds, no thread touches another's
+            # bytes, nothing else that could go wrong: the ordinary build.
+            self.report.proven += 1
+            kernel._launch(b, grid, group, ngroups, threadgroup_memory, timeout_ms)
+            if self.on_dispatch is not None:
+                self.on_dispatch(kernel, [])
+            return None
         geom = Geometry(grid, group, ngroups)
         decoder = Decoder(kernel, clib._compiled.check, geom, b, args)
         written = set(facts.get("written", []))
@@ -109,13 +135,16 @@ class Session:
             written = set(range(len(b.ptrs)))
         written = {i for i in written if i < len(b.ptrs) and b.ptrs[i] and b.sizes[i]}
         granules = {int(k): v for k, v in facts.get("buffer_granule", {}).items()}
-        state = N.DispatchState(self.mask, RECORD_CAPACITY)
-        tracked = {i: granules.get(i, 0) for i in written} if self.mask & N.TOOL_RACE else {}
-        state.set_buffers(b.ptrs, b.sizes, tracked)
+        state = N.DispatchState(self.mask, RECORD_CAPACITY, self.workers())
+        # Buffers whose every thread touches bytes of its own cannot race.
+        tracked = {i: granules.get(i, 0) for i in written - proof.exclusive} if self.mask & N.TOOL_RACE else {}
+        state.set_buffers(spans, tracked)
         launch = ck._launch_struct(b, grid, group, ngroups, threadgroup_memory)
         launch.check = state.address
-        multi = len(self.schedules) > 1
-        before = {i: _read(b.ptrs[i], b.sizes[i]) for i in written} if multi else {}
+        # The schedule runs work on guarded copies made before the first run
+        # (the originals then hold the first run's results).
+        guarded = GuardedBuffers(b.ptrs, spans) if len(self.schedules) > 1 else None
+        pristine = {i: guarded.copies[i].read() for i in written} if guarded else {}
         failure = None
         try:
             ck._run(launch, b, timeout_ms, replay=False)
@@ -124,9 +153,13 @@ class Session:
         finally:
             state.drop_shadows()
         found = decoder.findings(state.results())
-        seen = state.d.nrecords
-        if multi and failure is None:
-            found += self._schedule_runs(ck, launch, b, state, decoder, before, written, facts, timeout_ms, seen)
+        try:
+            if guarded is not None and failure is None:
+                found += self._schedule_runs(kernel, b, guarded, pristine, decoder, written, facts, grid, group,
+                                             ngroups, threadgroup_memory, timeout_ms)
+        finally:
+            if guarded is not None:
+                guarded.close()
         self._add(found)
         if self.on_dispatch is not None:
             self.on_dispatch(kernel, found)
@@ -134,40 +167,36 @@ class Session:
             raise failure
         return None
 
-    def _schedule_runs(self, ck, launch, b, state, decoder, before, written, facts, timeout_ms, seen) -> list[Finding]:
+    def _schedule_runs(self, kernel, b, guarded, pristine, decoder, written, facts, grid, group, ngroups,
+                       threadgroup_memory, timeout_ms) -> list[Finding]:
+        """The other schedules, in the ordinary build on the guarded copies;
+        each result is compared with the first run's."""
         found: list[Finding] = []
+        copy_b = _Copies(guarded, b)
+        launch = kernel._launch_struct(copy_b, grid, group, ngroups, threadgroup_memory)
         first = {i: _read(b.ptrs[i], b.sizes[i]) for i in written}
-        state.set_tools(self.mask & N.TOOL_MEM)
         float_atomic = set(facts.get("float_atomics", []))
         reported: set[int] = set()
-        try:
-            for sched in self.schedules[1:]:
-                for i, data in before.items():
-                    _write(b.ptrs[i], data)
-                launch.order, launch.seed, launch.max_workers = sched.order, sched.seed, sched.workers
-                try:
-                    ck._run(launch, b, timeout_ms, replay=False)
-                except KernelError as e:
-                    self._note(f"kernel '{ck.name}' failed under schedule {sched.name}: {e}")
-                    break
-                records = state.results()
-                found += decoder.findings(records[seen:])
-                seen = len(records)
-                for i in sorted(written):
-                    if i in reported:
-                        continue
-                    diff = decoder.first_difference(i, first[i], _read(b.ptrs[i], b.sizes[i]))
-                    if diff is None:
-                        continue
-                    reported.add(i)
-                    if i in float_atomic:
-                        self._note(decoder.float_atomic_note(i, diff, sched.name))
-                    else:
-                        found.append(decoder.schedule_finding(i, diff, self.schedules[0].name, sched.name))
-        finally:
-            launch.order, launch.seed, launch.max_workers = ORDER_DEFAULT, 0, 0
-            for i, data in first.items():
-                _write(b.ptrs[i], data)
+        for sched in self.schedules[1:]:
+            for i, data in pristine.items():
+                guarded.copies[i].load(data)
+            launch.order, launch.seed, launch.max_workers = sched.order, sched.seed, sched.workers
+            try:
+                kernel._run(launch, copy_b, timeout_ms)
+            except KernelError as e:
+                found.append(decoder.schedule_failure(e, sched.name))
+                break
+            for i in sorted(written):
+                if i in reported:
+                    continue
+                diff = decoder.first_difference(i, first[i], _read(guarded.ptrs[i], guarded.sizes[i]))
+                if diff is None:
+                    continue
+                reported.add(i)
+                if i in float_atomic:
+                    self._note(decoder.float_atomic_note(i, diff, sched.name))
+                else:
+                    found.append(decoder.schedule_finding(i, diff, self.schedules[0].name, sched.name))
         return found
 
     # -------------------------------------------------------------- report --
@@ -186,6 +215,38 @@ class Session:
         if self.hidden:
             self._note(f"{self.hidden} more error(s) not listed (max_findings={self.max_findings})")
         return self.report
+
+
+class _Copies:
+    """A bound-arguments record whose buffers are the guarded copies."""
+
+    def __init__(self, guarded: GuardedBuffers, b):
+        self.ptrs, self.sizes, self.names, self.keep = guarded.ptrs, guarded.sizes, b.names, [guarded]
+
+
+def _addressable(arg, ptr: int, size: int) -> tuple[int, int]:
+    """(start, size) of the memory a buffer argument lets the kernel address:
+    a tensor's whole storage and an array's whole base (a view is bound at its
+    offset, and Metal lets the kernel reach the rest of the MTLBuffer), else
+    the bound bytes."""
+    if not ptr:
+        return 0, 0
+    if arg is not None and type(arg).__module__.startswith("torch") and hasattr(arg, "untyped_storage"):
+        st = arg.untyped_storage()
+        return st.data_ptr(), st.nbytes()
+    if type(arg).__module__ == "numpy" and type(arg).__name__ == "ndarray":
+        import numpy as np
+
+        root = arg
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        try:
+            from numpy.lib.array_utils import byte_bounds
+        except ImportError:  # numpy < 2
+            byte_bounds = np.byte_bounds
+        lo, hi = byte_bounds(root)
+        return lo, hi - lo
+    return ptr, size
 
 
 def _read(ptr: int, size: int) -> bytes:

@@ -170,8 +170,16 @@ def _numpy_binding(a, index: int, kernel: str):
             f"kernel '{kernel}': argument {index} is a {a.dtype} array, which Metal does not "
             "support (no 64-bit floating point); convert it with .astype(np.float32)"
         )
+    return array_extent(a, f"kernel '{kernel}': argument {index}")
+
+
+def array_extent(a, what: str):
+    """A numpy array's address and the bytes from there to the end of its
+    underlying allocation (the CUDA binder shares it)."""
+    import numpy as np
+
     if a.dtype.hasobject:
-        raise TypeError(f"kernel '{kernel}': argument {index} is an object array; not bindable")
+        raise TypeError(f"{what} is an object array; not bindable")
     root = a
     while isinstance(root.base, np.ndarray):
         root = root.base

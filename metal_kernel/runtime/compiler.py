@@ -35,6 +35,7 @@ import re
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,7 +58,8 @@ LANGUAGE_VERSIONS = {"3.0": 300, "3.1": 310, "3.2": 320, "4.0": 400}
 # time; larger ones kernel by kernel, on first use.
 EAGER_KERNELS = 16
 
-# Re-exported for the tests and the CLI.
+# Re-exported for the tests, the CLI and the CUDA front end.
+COMMON_FLAGS = pass2.COMMON_FLAGS
 workitem_enabled = pass2.workitem_enabled
 streaming_setting = pass2.streaming_setting
 streaming_enabled = pass2.streaming_enabled
@@ -72,11 +74,49 @@ class CompileOptions:
     function_constants: tuple[tuple[str, object], ...] = ()
     optimize: str = "-O2"
     source_name: str = SOURCE_NAME
+    frontend: str = "metal"  # a name in FRONTENDS: the source language
     # The checked build (metal_kernel.check): every access instrumented.
     checked: bool = False
 
     def key(self) -> dict:
         return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Frontend:
+    """What makes a source language: how pass 1 preprocesses it, how the
+    preprocessed text becomes C++ with entry points, and what pass 2
+    compiles it against. Everything after that (pass 2, work-item loops,
+    the cache, the scheduler) is shared."""
+
+    name: str
+    pass1_args: Callable[[CompileOptions], list[str]]  # clang -E arguments before the file
+    # (preprocessed text, function constants) -> an object like rewriter.RewriteResult:
+    # `kernels`, `source(symbols, workitem)`, `check_source()`
+    rewrite: Callable
+    prelude: Path  # force-included (precompiled) in pass 2
+    include_dirs: tuple[str, ...] = ()  # pass 2, besides runtime/include
+    extra_includes: tuple[Path, ...] = ()  # pass 2: force-included after the prelude
+    # Every kernel in one library, decided by the work-item build: for
+    # languages whose program-scope variables the host writes (CUDA's
+    # __constant__ / __device__), which must exist once.
+    single_library: bool = False
+    version_files: tuple[Path, ...] = ()  # part of every cache key
+
+    def version(self) -> str:
+        h = hashlib.sha256(self.name.encode())
+        for f in self.version_files:
+            if f.is_file():
+                h.update(str(f.name).encode())
+                h.update(f.read_bytes())
+        return h.hexdigest()[:16]
+
+
+FRONTENDS: dict[str, Frontend] = {}
+
+
+def frontend_of(opts: CompileOptions) -> Frontend:
+    return FRONTENDS[opts.frontend]
 
 
 def cache_dir() -> Path:
@@ -153,6 +193,10 @@ _sha = pass2._sha
 
 # ------------------------------------------------------------------ pass 1 --
 def _pass1_args(tc: Toolchain, opts: CompileOptions) -> list[str]:
+    return tc.cxx(*frontend_of(opts).pass1_args(opts))
+
+
+def _metal_pass1_args(opts: CompileOptions) -> list[str]:
     version = LANGUAGE_VERSIONS.get(opts.language_version)
     if version is None:
         raise ValueError(
@@ -172,7 +216,7 @@ def _pass1_args(tc: Toolchain, opts: CompileOptions) -> list[str]:
     for name, value in opts.defines:
         args.append(f"-D{name}={value}" if value is not None else f"-D{name}")
     args += ["-include", str(INCLUDE_DIR / "mk" / "macros.h")]
-    return tc.cxx(*args)
+    return args
 
 
 def _error(output: str, opts: CompileOptions, source: str, tmpdir: str,
@@ -253,11 +297,15 @@ class CompiledLibrary:
     lazy: bool = False
     deps: list = field(default_factory=list)
     check: dict | None = None  # checked builds: sites and per-kernel facts (check/build.py)
+    main_object: str = ""  # a library built whole: its main file (holding its program-scope variables)
     _rewrite: RewriteResult | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def path(self, entry: KernelEntry) -> str:
-        return str(self.objects / entry.object)
+        return self.path_of(entry.object)
+
+    def path_of(self, name: str) -> str:
+        return str(self.objects / name)
 
     def built(self, symbol: int, rebuild: bool = False) -> KernelEntry:
         """Kernel `symbol` compiled (from the cache when it is there)."""
@@ -285,9 +333,9 @@ class CompiledLibrary:
         with tempfile.TemporaryDirectory(prefix="mk-build-", dir=self.objects.parent) as tmp:
             if self._rewrite is None:
                 pp = (self.objects / f"{self.key}.pp").read_text()
-                self._rewrite = rewrite(pp, dict(self.opts.function_constants))
+                self._rewrite = frontend_of(self.opts).rewrite(pp, dict(self.opts.function_constants))
             base = f"{self.key}.k{symbol}-{os.urandom(4).hex()}"
-            ctx = pass2.Context(tc, self.opts.optimize, self.objects, runtime_version(), tmp)
+            ctx = _context(tc, self.opts, self.objects, tmp)
             try:
                 (got,) = pass2.build_unit(ctx, self._rewrite, [symbol], os.path.join(tmp, base))
             except pass2.BuildError as e:
@@ -304,10 +352,16 @@ def _publish(tmp: str, base: str, objects: Path):
             os.replace(src, objects / (base + suffix))
 
 
+def _context(tc: Toolchain, opts: CompileOptions, objects: Path, tmp: str) -> pass2.Context:
+    fe = frontend_of(opts)
+    return pass2.Context(tc, opts.optimize, objects, runtime_version() + fe.version(), tmp, prelude=fe.prelude,
+                         include_dirs=fe.include_dirs, extra_includes=fe.extra_includes)
+
+
 def _object_key(pp: str, opts: CompileOptions, tc: Toolchain) -> str:
     fcs = sorted((str(k), repr(v)) for k, v in opts.function_constants)
     return _sha("object", pp, fcs, opts.optimize, opts.checked, tc.identity, runtime_version(), cpu_identity(),
-                extra_flags(), workitem_enabled(), streaming_enabled())
+                extra_flags(), workitem_enabled(), streaming_enabled(), frontend_of(opts).version())
 
 
 def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) -> CompiledLibrary:
@@ -317,7 +371,7 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
     objects = base / "objects"
     manifest_key = _sha("manifest", source, json.dumps(opts.key(), sort_keys=True, default=str),
                         tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled(),
-                        streaming_enabled())
+                        streaming_enabled(), frontend_of(opts).version())
     manifest = base / "manifests" / f"{manifest_key}.json"
     # Direct mode (as ccache): same source and options, and no included file
     # changed since -> the library, without running the preprocessor.
@@ -363,15 +417,18 @@ def _library(meta: dict, objects: Path, key: str, source: str, opts: CompileOpti
     if meta.get("lazy"):
         if not (objects / f"{key}.pp").exists():
             return None
-    elif any(not (objects / k.object).exists() for k in kernels):
+    elif any(not (objects / k.object).exists() for k in kernels) or \
+            (meta.get("main_object") and not (objects / meta["main_object"]).exists()):
         return None
-    return CompiledLibrary(kernels, objects, key, source, opts, bool(meta.get("lazy")), deps, meta.get("check"))
+    return CompiledLibrary(kernels, objects, key, source, opts, bool(meta.get("lazy")), deps, meta.get("check"),
+                           meta.get("main_object", ""))
 
 
 def _build(pp: str, opts: CompileOptions, tc: Toolchain, tmp: str, objects: Path, key: str,
            source: str) -> dict:
-    rw = rewrite(pp, dict(opts.function_constants))
-    ctx = pass2.Context(tc, opts.optimize, objects, runtime_version(), tmp)
+    fe = frontend_of(opts)
+    rw = fe.rewrite(pp, dict(opts.function_constants))
+    ctx = _context(tc, opts, objects, tmp)
     if opts.checked:
         # The checked build (metal_kernel.check) instruments a whole file at once.
         from ..check.build import build_checked
@@ -379,18 +436,20 @@ def _build(pp: str, opts: CompileOptions, tc: Toolchain, tmp: str, objects: Path
         meta = build_checked(ctx, rw, opts, source, os.path.join(tmp, key))
         _publish(tmp, key, objects)
         return meta
-    if len(rw.kernels) > EAGER_KERNELS:
+    if len(rw.kernels) > EAGER_KERNELS and not fe.single_library:
         failed = pass2.syntax_check(ctx, rw.check_source())
         if failed is not None:
             raise _error(failed.stderr, opts, source, tmp, rw)
         _atomic_write(objects / f"{key}.pp", pp.encode())
         return {"kernels": _entries_to_json(rw.kernels), "lazy": True}
+    build = pass2.build_single if fe.single_library else pass2.build_unit
     try:
-        kernels = pass2.build_unit(ctx, rw, [k.symbol for k in rw.kernels], os.path.join(tmp, key))
+        kernels = build(ctx, rw, [k.symbol for k in rw.kernels], os.path.join(tmp, key))
     except pass2.BuildError as e:
         raise _error(e.proc.stderr, opts, source, tmp, rw) from None
     _publish(tmp, key, objects)
-    return {"kernels": _entries_to_json(kernels), "lazy": False}
+    return {"kernels": _entries_to_json(kernels), "lazy": False,
+            "main_object": f"{key}.so" if fe.single_library else ""}
 
 
 def build_runtime_library() -> str:
@@ -413,3 +472,12 @@ def build_runtime_library() -> str:
             raise RuntimeError("metal-kernel could not build its runtime library:\n" + proc.stderr)
         os.replace(out, so)
     return str(so)
+
+
+FRONTENDS["metal"] = Frontend(
+    name="metal",
+    pass1_args=_metal_pass1_args,
+    rewrite=rewrite,
+    prelude=pass2.PRELUDE,
+    extra_includes=(pass2.BINDING,),  # the parameter descriptions the binding checks read
+)

@@ -78,6 +78,9 @@ class EntrySpec:
     callee: str  # fully qualified, with template arguments when given
     fn_type: str  # the kernel's function type, e.g. "void(device float* o, uint i)"
     params: list[Param]
+    # Export __mk_params_n (mk/binding.h, Metal types): front ends that bind
+    # arguments their own way (CUDA) leave it out.
+    describe: bool = True
 
 
 def _args(spec: EntrySpec, launch: str, t: str, group: str) -> list[str]:
@@ -134,8 +137,9 @@ def entry_code(spec: EntrySpec, workitem: bool) -> str:
         f" ::mk::run_threads_fast(__mk_r, [&]{lam}"
         f" {{ (void)__mk_r; (void)__mk_t; {call}({', '.join(fast)}); }}); }}"
         f" {_EXPORT} const unsigned long long __mk_sizes_{n}[] = {{ {', '.join(sizes)} }};"
-        f" {_EXPORT} const unsigned long long __mk_params_{n}[] = {{ {', '.join(codes)} }};"
     )
+    if spec.describe:
+        code += f" {_EXPORT} const unsigned long long __mk_params_{n}[] = {{ {', '.join(codes)} }};"
     if workitem:
         # The kernel as one thread of a group described by `g`, for the
         # work-item-loop compiler (mk/workitem.h, runtime/workitem.py).

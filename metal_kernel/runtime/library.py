@@ -10,7 +10,7 @@ import threading
 import warnings
 from collections.abc import Mapping, Sequence
 
-from .binding import BindingWarning, Bound, ParamType, bind, is_ndarray, is_tensor, parse_casts
+from .binding import BindingWarning, Bound, ParamType, array_extent, bind, is_ndarray, is_tensor, parse_casts  # noqa: F401
 from .compiler import CompiledLibrary, CompileOptions, compile_library, streaming_setting
 from .errors import KernelError, KernelTimeout
 from .native import (DISPATCH_COALESCE, DISPATCH_NEVER_SYNCS, DISPATCH_NO_FIBER, WORKITEM_MAX_BUFFERS,
@@ -56,9 +56,12 @@ _UNKNOWN = 0xFFFFFFFF
 class Kernel:
     """One kernel of a library; call it like torch's compiled shader kernels."""
 
+    dispatch_flags = 0  # MK_DISPATCH_* added to every dispatch (CUDA kernels: DISPATCH_CUDA)
+
     def __init__(self, library: "Library", entry: KernelEntry, fn, sizes, param_types, fiber_fn=None,
-                 stream_fn=None):
+                 stream_fn=None, cdll: ctypes.CDLL | None = None):
         self._library = library
+        self._cdll = cdll  # the loaded library holding this kernel's entry points
         self._entry = entry
         self._fn = fn
         self._stream_fn = stream_fn  # direct kernels: the variant with non-temporal stores
@@ -272,15 +275,15 @@ class Kernel:
         `replay`: after a fault in a loop that cannot name the thread, rerun
         the tracked entry to name it."""
         err = ErrorInfo()
-        flags = 0
+        flags = self.dispatch_flags
         n, ntg = launch.nbuffers, launch.ntg_buffers
         if self._entry.mode == "direct":
-            flags = DISPATCH_NEVER_SYNCS
+            flags |= DISPATCH_NEVER_SYNCS
             if not ntg and self._static_tg == 0:
                 flags |= DISPATCH_COALESCE  # no threadgroup memory: groups may share a call
         elif self._entry.mode == "workitem-loops" and n <= WORKITEM_MAX_BUFFERS and \
                 ntg <= WORKITEM_MAX_TG_BUFFERS:
-            flags = DISPATCH_NO_FIBER  # the driver will not fall back to fibers: no fiber per group
+            flags |= DISPATCH_NO_FIBER  # the driver will not fall back to fibers: no fiber per group
         fn = self._fn
         if self._stream_fn is not None and _use_streaming_stores(sum(b.sizes)):
             fn = self._stream_fn
@@ -295,8 +298,8 @@ class Kernel:
                 # replay it with the tracked entry, which names the thread
                 # exactly; keep the first error if the replay does not fail.
                 err2 = ErrorInfo()
-                if runtime().mkrt_dispatch(self._fiber_fn, ctypes.byref(launch), ctypes.byref(err2), 0,
-                                           timeout_ms) != 0 and err2.kind not in (_ERR_TIMEOUT, _ERR_INTERRUPTED):
+                if runtime().mkrt_dispatch(self._fiber_fn, ctypes.byref(launch), ctypes.byref(err2),
+                                           self.dispatch_flags, timeout_ms) != 0 and err2.kind not in (_ERR_TIMEOUT, _ERR_INTERRUPTED):
                     err = err2
             raise self._error(err, b)
 
@@ -373,6 +376,8 @@ class Library:
     A large file's kernels are compiled on first use (runtime/compiler.py):
     getting the attribute builds and loads that kernel."""
 
+    kernel_class = Kernel
+
     def __init__(self, compiled: CompiledLibrary):
         self._compiled = compiled
         self._source: str | None = None  # set by load_library
@@ -406,9 +411,21 @@ class Library:
             if e.streaming:
                 stream_fn = address("__mk_stream")
         sizes = _table(lib, f"__mk_sizes_{e.symbol}", 2)
-        codes = _table(lib, f"__mk_params_{e.symbol}", 1)
-        return Kernel(self, e, fn, {int(k): int(v) for k, v in sizes},
-                      [ParamType.decode(int(c)) for (c,) in codes], fiber_fn, stream_fn)
+        try:
+            codes = _table(lib, f"__mk_params_{e.symbol}", 1)
+        except ValueError:  # a front end that does not describe parameters (CUDA's binds its own way)
+            codes = []
+        return self.kernel_class(self, e, fn, {int(k): int(v) for k, v in sizes},
+                                 [ParamType.decode(int(c)) for (c,) in codes], fiber_fn, stream_fn, lib)
+
+    @property
+    def _lib(self) -> ctypes.CDLL:
+        """The library file of a library built as one (CUDA's: its program-scope
+        variables live there)."""
+        path = self._compiled.path_of(self._compiled.main_object)
+        if path not in self._loaded:
+            self._loaded[path] = load_kernel_library(path)
+        return self._loaded[path]
 
     def _built(self, e: KernelEntry) -> KernelEntry:
         return self._compiled.built(e.symbol)
@@ -468,14 +485,15 @@ def compile_shader(source: str, *, include_dirs: Sequence[str] = (), defines: Ma
     return load_library(source, opts)
 
 
-def load_library(source: str, opts: CompileOptions) -> Library:
-    """The Library of `source` compiled with `opts` (from the cache when it
-    can). The library remembers both, so that a variant of it (the checked
-    build) can be made later."""
+def load_library(source: str, opts: CompileOptions, cls: type | None = None) -> Library:
+    """The Library (or `cls`, a subclass) of `source` compiled with `opts`,
+    from the cache when it can. The library remembers both, so that a
+    variant of it (the checked build) can be made later."""
+    cls = cls or Library
     try:
-        lib = Library(compile_library(source, opts))
+        lib = cls(compile_library(source, opts))
     except (OSError, ValueError, AttributeError):
         # A cached library that no longer loads (truncated, foreign): rebuild it.
-        lib = Library(compile_library(source, opts, rebuild=True))
+        lib = cls(compile_library(source, opts, rebuild=True))
     lib._source, lib._options = source, opts
     return lib

@@ -9,10 +9,12 @@ import threading
 
 from .compiler import build_runtime_library
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 DISPATCH_NEVER_SYNCS = 1  # MK_DISPATCH_NEVER_SYNCS in abi.h
 DISPATCH_COALESCE = 2  # MK_DISPATCH_COALESCE
 DISPATCH_NO_FIBER = 4  # MK_DISPATCH_NO_FIBER
+DISPATCH_CUDA = 8  # MK_DISPATCH_CUDA
+CUDA_MAX_SHARED_MEMORY = 232448  # MK_MAX_CUDA_SHARED_MEMORY
 # The work-item driver's limits (mk/workitem.h): launches within them never
 # fall back to fibers.
 WORKITEM_MAX_BUFFERS = 64  # MK_WI_MAX_BUFFERS

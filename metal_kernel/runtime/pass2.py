@@ -74,10 +74,13 @@ def extra_flags() -> list[str]:
     return shlex.split(os.environ.get("METAL_KERNEL_CXXFLAGS", ""))
 
 
-def cxx_flags(tc: Toolchain, optimize: str, *defines: str) -> list[str]:
+def cxx_flags(tc: Toolchain, optimize: str, *defines: str, include_dirs: tuple[str, ...] = ()) -> list[str]:
     """Flags for compiling the rewritten C++ (the prelude and input follow)."""
+    includes = ["-I", str(INCLUDE_DIR)]
+    for d in include_dirs:
+        includes += ["-I", d]
     return ["-x", "c++", *COMMON_FLAGS, *tc.march(), *NO_BF16_INSTRUCTIONS, optimize, "-w", "-ferror-limit=20",
-            "-fno-caret-diagnostics", *extra_flags(), *defines, "-I", str(INCLUDE_DIR)]
+            "-fno-caret-diagnostics", *extra_flags(), *defines, *includes]
 
 
 def codegen_flags(tc: Toolchain, optimize: str) -> list[str]:
@@ -121,28 +124,30 @@ def _sha(*parts) -> str:
 _PCH_TROUBLE = ("precompiled", "pch", "PCH")
 
 
-def _prelude(tc: Toolchain, flags: list[str], cache: Path, version: str) -> list[str]:
-    """Arguments that give a compile with `flags` the Metal standard library
-    and the binding helpers: a precompiled prelude.h (built once per flags,
-    runtime version and compiler, in the cache), which saves ~100 ms per
-    library — clang parses the prelude's C++ in ~140 ms, loads the PCH in
-    ~40 — or, when no PCH can be built, the header itself."""
-    key = _sha("pch", tc.identity, version, flags)
+def _prelude(tc: Toolchain, flags: list[str], cache: Path, version: str, header: Path,
+             extras: tuple[Path, ...]) -> list[str]:
+    """Arguments that give a compile with `flags` the front end's standard
+    library (`header`, for Metal mk/prelude.h) and `extras`: a precompiled
+    header (built once per flags, runtime version and compiler, in the
+    cache), which saves ~100 ms per library — clang parses the prelude's C++
+    in ~140 ms, loads the PCH in ~40 — or, when no PCH can be built, the
+    header itself."""
+    key = _sha("pch", tc.identity, version, flags, header)
     pch = cache / f"prelude-{key}.pch"
-    binding = ["-include", str(BINDING)]
+    after = [a for x in extras for a in ("-include", str(x))]
     if not pch.exists():
         tmp = pch.with_name(f"{pch.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         try:
-            proc = subprocess.run(tc.cxx(*flags, "-x", "c++-header", str(PRELUDE), "-o", str(tmp)),
+            proc = subprocess.run(tc.cxx(*flags, "-x", "c++-header", str(header), "-o", str(tmp)),
                                   capture_output=True, text=True)
             if proc.returncode != 0:
-                return ["-include", str(PRELUDE), *binding]
+                return ["-include", str(header), *after]
             os.replace(tmp, pch)  # atomic: concurrent builders write the same bytes
         except OSError:
-            return ["-include", str(PRELUDE), *binding]
+            return ["-include", str(header), *after]
         finally:
             tmp.unlink(missing_ok=True)
-    return ["-include-pch", str(pch), *binding]
+    return ["-include-pch", str(pch), *after]
 
 
 @dataclasses.dataclass
@@ -154,6 +159,9 @@ class Context:
     cache: Path  # where precompiled preludes go
     version: str  # runtime version (part of the PCH key)
     tmp: str  # a private working directory
+    prelude: Path = PRELUDE  # the front end's (runtime/compiler.py's Frontend)
+    include_dirs: tuple[str, ...] = ()
+    extra_includes: tuple[Path, ...] = (BINDING,)
 
     def compile_cxx(self, cpp: str, rest: list[str], *defines: str,
                     flags: list[str] | None = None) -> subprocess.CompletedProcess:
@@ -162,13 +170,17 @@ class Context:
         rejects (stale, foreign) costs a retry with the header, never an error."""
         path = os.path.join(self.tmp, f"unit-{_sha(cpp)[:12]}.cpp")
         Path(path).write_text(cpp)
-        flags = flags or cxx_flags(self.tc, self.optimize, *defines)
-        prelude = _prelude(self.tc, flags, self.cache, self.version)
+        flags = flags or self.flags(*defines)
+        prelude = _prelude(self.tc, flags, self.cache, self.version, self.prelude, self.extra_includes)
         proc = self._run([*flags, *prelude, path, *rest])
         if proc.returncode != 0 and prelude[0] == "-include-pch" and any(w in proc.stderr for w in _PCH_TROUBLE):
             Path(prelude[1]).unlink(missing_ok=True)  # rebuilt by the next compile
-            proc = self._run([*flags, "-include", str(PRELUDE), "-include", str(BINDING), path, *rest])
+            headers = [a for x in (self.prelude, *self.extra_includes) for a in ("-include", str(x))]
+            proc = self._run([*flags, *headers, path, *rest])
         return proc
+
+    def flags(self, *defines: str) -> list[str]:
+        return cxx_flags(self.tc, self.optimize, *defines, include_dirs=self.include_dirs)
 
     def _run(self, args: list[str]) -> subprocess.CompletedProcess:
         return subprocess.run(self.tc.cxx(*args), capture_output=True, text=True, cwd=self.tmp)
@@ -336,23 +348,16 @@ def _force_inline(ll: str, names: set[str]) -> str:
     return "\n".join(out)
 
 
-def _workitem_library(ctx: Context, rw: RewriteResult, kernels: list[KernelEntry], out: str) -> bool:
-    """The kernels (which synchronise) built with work-item loops into
-    `out`; sets their modes. False when the transform or its compile failed
-    (a bug, never the user's): they then stay on fibers."""
+def _cut(ctx: Context, text: str, syms: list[int]):
+    """workitem.transform of IR `text` (helpers that synchronise inlined
+    first when needed), or None when it fails (a bug, never the user's)."""
     from . import workitem
 
-    proc, ll = ctx.to_ir(rw.source([k.symbol for k in kernels], workitem=True), "wi.ll", "-DMK_WORKITEM=1")
-    if proc.returncode != 0:
-        _debug(f"work-item build failed:\n{proc.stderr[:4000]}")
-        return False
-    text = Path(ll).read_text()
-    syms = [k.symbol for k in kernels]
     try:
         result = workitem.transform(text, syms)
     except Exception as e:  # noqa: BLE001
         _debug(f"work-item loops off for this library: {type(e).__name__}: {e}")
-        return False
+        return None
     if result.force_inline:
         # A helper that synchronises was not inlined into a per-thread
         # function: inline it and optimise once more.
@@ -368,23 +373,45 @@ def _workitem_library(ctx: Context, rw: RewriteResult, kernels: list[KernelEntry
             if sum(m == "workitem-loops" for m in again.modes.values()) > \
                     sum(m == "workitem-loops" for m in result.modes.values()):
                 result = again
+    return result
+
+
+def _link_cut(ctx: Context, result, kernels: list[KernelEntry], out: str) -> bool:
+    """Links the transformed IR; False when clang rejects it (a transform bug)."""
+    wi_ll = os.path.join(ctx.tmp, "wi.out.ll")
+    Path(wi_ll).write_text(_add_streaming(result.text, kernels))
+    # Nothing cut (every kernel on fibers or direct): the IR is optimised already.
+    proc = ctx.link_ir(wi_ll, out, optimise_again=any(k.mode == "workitem-loops" for k in kernels))
+    if proc.returncode != 0:
+        _debug("clang rejected the transformed IR:\n" + proc.stderr[:4000])
+        return False
+    for k in kernels:
+        why = result.reasons.get(k.symbol)
+        _debug(f"kernel {k.host_name}: {k.mode}" + (f" ({why})" if why else ""))
+    return True
+
+
+def _workitem_library(ctx: Context, rw: RewriteResult, kernels: list[KernelEntry], out: str) -> bool:
+    """The kernels (which synchronise) built with work-item loops into
+    `out`; sets their modes. False when the transform or its compile failed
+    (a bug, never the user's): they then stay on fibers."""
+    syms = [k.symbol for k in kernels]
+    proc, ll = ctx.to_ir(rw.source(syms, workitem=True), "wi.ll", "-DMK_WORKITEM=1")
+    if proc.returncode != 0:
+        _debug(f"work-item build failed:\n{proc.stderr[:4000]}")
+        return False
+    result = _cut(ctx, Path(ll).read_text(), syms)
+    if result is None:
+        return False
     modes = {k.symbol: k.mode for k in kernels}
     for k in kernels:
         k.mode = result.modes.get(k.symbol, "fibers")
         if k.mode == "direct":  # the plain build saw a synchronising call: keep it tracked
             k.mode = "fibers"
-    wi_ll = os.path.join(ctx.tmp, "wi.out.ll")
-    Path(wi_ll).write_text(result.text)
-    # Nothing cut (every kernel on fibers): the IR is optimised already.
-    proc = ctx.link_ir(wi_ll, out, optimise_again=any(k.mode == "workitem-loops" for k in kernels))
-    if proc.returncode != 0:
-        _debug("clang rejected the transformed IR:\n" + proc.stderr[:4000])
+    if not _link_cut(ctx, result, kernels, out):
         for k in kernels:
             k.mode = modes[k.symbol]
         return False
-    for k in kernels:
-        why = result.reasons.get(k.symbol)
-        _debug(f"kernel {k.host_name}: {k.mode}" + (f" ({why})" if why else ""))
     return True
 
 
@@ -428,4 +455,44 @@ def build_unit(ctx: Context, rw: RewriteResult, symbols: list[int], out_base: st
             raise RuntimeError("metal-kernel could not generate code for compiled kernels:\n" + proc.stderr[:4000])
         for k in plain:
             k.object = os.path.basename(out_base) + ".so"
+    return kernels
+
+
+def build_single(ctx: Context, rw, symbols: list[int], out_base: str) -> list[KernelEntry]:
+    """Builds the kernels `symbols` into the one library `out_base`.so, for
+    front ends whose program-scope variables must exist once (CUDA's
+    __constant__ / __device__): the work-item build of every kernel, the
+    transform deciding per kernel from the IR whether it synchronises (the
+    others stay direct, with streaming variants). Raises BuildError when
+    clang rejects the code."""
+    kernels = [dataclasses.replace(rw.kernels[s]) for s in symbols]
+    name = os.path.basename(out_base) + ".so"
+    for k in kernels:
+        k.object = name
+    if workitem_enabled() and ctx.optimize != "-O0":
+        proc, ll = ctx.to_ir(rw.source(symbols, workitem=True), "wi.ll", "-DMK_WORKITEM=1")
+        if proc.returncode != 0:
+            raise BuildError(proc)
+        text = Path(ll).read_text()
+        index = IRIndex(text)
+        for k in kernels:
+            k.tg_bytes = index.tg_bytes(f"__mk_entry_{k.symbol}")
+        result = _cut(ctx, text, symbols)
+        if result is not None:
+            for k in kernels:
+                k.mode = result.modes.get(k.symbol, "fibers")
+            if _link_cut(ctx, result, kernels, out_base + ".so"):
+                return kernels
+    # Without work-item loops (off, or the transform failed): the plain
+    # build, each kernel direct or on fibers as its IR says.
+    proc, ll = ctx.to_ir(rw.source(symbols), "plain.ll")
+    if proc.returncode != 0:
+        raise BuildError(proc)
+    text = Path(ll).read_text()
+    classify(IRIndex(text), kernels)
+    for k in kernels:
+        k.streaming = False
+    proc = ctx.link_ir(ll, out_base + ".so", optimise_again=False)
+    if proc.returncode != 0:
+        raise RuntimeError("metal-kernel could not generate code for compiled kernels:\n" + proc.stderr[:4000])
     return kernels

@@ -1556,6 +1556,13 @@ class PerThread:
 
 # --------------------------------------------------------------- module --
 
+def _returning(body: str) -> str:
+    """The kernel's attributes without what the cut makes untrue: a kernel
+    that loops forever is `noreturn`, but its step functions return at every
+    synchronisation point (and its loop function after every region)."""
+    return re.sub(r"\b(noreturn|mustprogress|willreturn)\b", "", body)
+
+
 def _no_scatter(body: str) -> str:
     """The attributes of a loop function: those of the kernel, preferring
     no scatter. In a region loop the vectoriser turns a store to a
@@ -1618,14 +1625,15 @@ def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: 
             g = pt.attr_group
             if g and g not in ai_groups and g in mod.attr_groups:
                 body = mod.attr_groups[g]
-                body = re.sub(r"\b(noinline|optnone|alwaysinline)\b", "", body)
+                body = re.sub(r"\b(noinline|optnone|alwaysinline)\b", "", _returning(body))
                 ai_groups[g] = str(next_group)
                 new_attr_lines.append(f"attributes #{next_group} = {{ alwaysinline {body.strip()} }}")
                 next_group += 1
             pt.ai_group = ai_groups.get(g) if g else None
             if g and g not in loop_groups and g in mod.attr_groups:
                 loop_groups[g] = str(next_group)
-                new_attr_lines.append(f"attributes #{next_group} = {{ {_no_scatter(mod.attr_groups[g]).strip()} }}")
+                new_attr_lines.append(
+                    f"attributes #{next_group} = {{ {_no_scatter(_returning(mod.attr_groups[g])).strip()} }}")
                 next_group += 1
             pt.loop_group = loop_groups.get(g) if g else None
             steps = pt.emit()

@@ -838,6 +838,45 @@ kernel void clean_shuffle_and_fill(device const float* x [[buffer(0)]], device f
                                    uint i [[thread_position_in_grid]]) {
   y[i] = simd_shuffle_and_fill_up(x[i], -1.0f, 2u);
 }""", lambda lib: lib.clean_shuffle_and_fill(f32(64), poison(64), threads=64, group_size=64)),
+    Case("clean_butterfly_reduce", "", """
+kernel void clean_butterfly_reduce(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                                   uint i [[thread_position_in_grid]]) {
+  float v = x[i];
+  for (uint m = 16; m > 0; m >>= 1) v += simd_shuffle_xor(v, m);
+  y[i] = v;
+}""", lambda lib: lib.clean_butterfly_reduce(f32(64), poison(64), threads=64, group_size=64)),
+    Case("clean_shuffle_up_scan", "", """
+kernel void clean_shuffle_up_scan(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                                  uint i [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+  float v = x[i];
+  for (uint d = 1; d < 32; d <<= 1) {
+    float up = simd_shuffle_up(v, d);
+    if (lane >= d) v += up;
+  }
+  y[i] = v;
+}""", lambda lib: lib.clean_shuffle_up_scan(f32(64), poison(64), threads=64, group_size=32)),
+    Case("clean_broadcast_scale", "", """
+kernel void clean_broadcast_scale(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                                  uint i [[thread_position_in_grid]]) {
+  float norm = simd_broadcast(x[i] * x[i] + 1.0f, 0u);
+  y[i] = x[i] / norm;
+}""", lambda lib: lib.clean_broadcast_scale(f32(96), poison(96), threads=96, group_size=32)),
+    Case("clean_neighbour_difference", "", """
+kernel void clean_neighbour_difference(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                                       uint i [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+  float next = simd_shuffle_down(x[i], 1u);
+  y[i] = lane < 31 ? next - x[i] : 0.0f;
+}""", lambda lib: lib.clean_neighbour_difference(f32(64), poison(64), threads=64, group_size=64)),
+    Case("clean_quad_broadcast", "", """
+kernel void clean_quad_broadcast(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                                 uint i [[thread_position_in_grid]]) {
+  y[i] = quad_broadcast(x[i], 2u) + quad_shuffle_down(x[i], 1u);
+}""", lambda lib: lib.clean_quad_broadcast(f32(32), poison(32), threads=32, group_size=32)),
+    Case("clean_shuffle_rotate", "", """
+kernel void clean_shuffle_rotate(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                                 uint i [[thread_position_in_grid]]) {
+  y[i] = simd_shuffle_rotate_down(x[i], 3u) + simd_shuffle(x[i], 7u);
+}""", lambda lib: lib.clean_shuffle_rotate(f32(64), poison(64), threads=64, group_size=64)),
     Case("clean_two_kernels", "", """
 kernel void clean_two_kernels(device float* a [[buffer(0)]], uint i [[thread_position_in_grid]]) {
   a[i] = i * 0.5f;

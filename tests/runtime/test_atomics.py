@@ -102,6 +102,7 @@ def test_integer_fetch_ops(lib):
     assert a.tolist() == [int(v.max()), int(v.min()), 2**31 - 1, xor, -5000, -(2**31)]
 
 
+@pytest.mark.no_metal_check  # hands out tickets in the order threads arrive: its result depends on the schedule by design
 def test_compare_exchange_gives_unique_tickets(lib):
     n = 20_000
     counter = torch.zeros(1, dtype=torch.int32)

@@ -205,6 +205,7 @@ def test_threadgroup_memory_is_per_group_and_every_mem_flags_value(lib):
     assert torch.equal(out, a.reshape(9, 64).flip(1).flatten())
 
 
+@pytest.mark.no_metal_check  # threads return before a barrier on purpose (the runtime's tolerance is under test; the checker reports it)
 def test_threads_that_returned_count_as_arrived_at_a_barrier(lib, poison):
     n = 70
     a = torch.rand(96)

@@ -6,6 +6,9 @@ import torch
 import metal_kernel
 from metal_kernel import KernelError
 
+# Not under `pytest --metal-check`: kernels that fault on purpose: the runtime's own fault handling is under test.
+pytestmark = pytest.mark.no_metal_check
+
 SOURCE = r"""
 #include <metal_stdlib>
 using namespace metal;

@@ -153,6 +153,7 @@ def test_simd_rows(both, grid, tsize):
     np.testing.assert_array_equal(first, wfirst)
 
 
+@pytest.mark.no_metal_check  # reads lanes of a partial simdgroup that do not exist on purpose (the runtime gives 0)
 @pytest.mark.parametrize("threads,group", [(256, 128), (200, 96), (77, 64)])
 def test_shuffle_next_to_reductions(both, threads, group):
     rng = np.random.default_rng(threads)
@@ -182,6 +183,7 @@ def test_shuffle_next_to_reductions(both, threads, group):
     np.testing.assert_array_equal(y, want)
 
 
+@pytest.mark.no_metal_check  # threads return before a barrier on purpose
 @pytest.mark.parametrize("span", [(5, 77), (32, 96), (5, 200), (0, 256), (40, 41), (7, 7), (200, 256)])
 @pytest.mark.parametrize("threads,group", [(512, 256), (256 + 100, 256), (96, 96)])
 def test_consecutive_survivors(both, span, threads, group):

@@ -30,6 +30,7 @@
 
 
 #include "mk/abi.h"
+#include "mk/named_sync.h"
 
 #if !defined(__x86_64__)
 #include <ucontext.h>
@@ -165,6 +166,7 @@ struct Dispatch;
 struct Worker {
   sigjmp_buf abort_jmp;
   uint32_t index = 0;  // in the pool
+  void* slots[MK_WORKER_SLOTS] = {};  // Run::worker: kept for the kernel libraries
   volatile sig_atomic_t in_kernel = 0;
   pthread_t self;
   // Set when a cancelled dispatch stopped this worker inside the kernel:
@@ -190,11 +192,17 @@ struct Worker {
   Stack stacks[MK_MAX_THREADS_PER_GROUP + 1];  // fiber 0 + one per thread
   SimdLanes lanes[MK_MAX_THREADS_PER_GROUP / MK_SIMD_WIDTH];
 
-  // Threadgroup memory.
-  alignas(64) char tg_memory[MK_MAX_TG_MEMORY];
+  // Threadgroup memory (as large as a CUDA block's; Metal dispatches use
+  // the first MK_MAX_TG_MEMORY bytes).
+  alignas(64) char tg_memory[MK_MAX_CUDA_SHARED_MEMORY];
   size_t tg_used = 0;
   void* tg_slots[MK_MAX_TG_SLOTS] = {};
   uint32_t tg_slots_hi = 0;  // slots below this may be set (cleared per group)
+  // Keyed allocations (slot >= MK_TG_KEYED_SLOTS), looked up by key.
+  uint32_t tg_keys[MK_MAX_TG_SLOTS];
+  void* tg_keyed[MK_MAX_TG_SLOTS];
+  uint32_t ntg_keys = 0;
+  GroupInfo group_info;  // MK_TG_GROUP_INFO
   void* tg_buffers[64];
 
   Stack& stack(uint32_t i) {
@@ -330,22 +338,42 @@ SimdLanes* api_simd_sync(SimdCall* call, uintptr_t site) {
   return current_thread(w).lanes_for_leader;
 }
 
+void** keyed_slot(Worker* w, uint32_t key) {
+  for (uint32_t i = 0; i < w->ntg_keys; ++i)
+    if (w->tg_keys[i] == key) return &w->tg_keyed[i];
+  if (w->ntg_keys == MK_MAX_TG_SLOTS) fail(w, 3, "too many shared variables (more than %d)", MK_MAX_TG_SLOTS);
+  w->tg_keys[w->ntg_keys] = key;
+  w->tg_keyed[w->ntg_keys] = nullptr;
+  return &w->tg_keyed[w->ntg_keys++];
+}
+
 void* api_threadgroup_alloc(uint32_t slot, size_t size, size_t align) {
   Worker* w = tls_worker;
-  if (slot >= MK_MAX_TG_SLOTS) fail(w, 3, "too many threadgroup variables (more than %d)", MK_MAX_TG_SLOTS);
-  void*& p = w->tg_slots[slot];
-  if (!p) {
+  if (slot == MK_TG_GROUP_INFO) return &w->group_info;
+  void** p;
+  if (slot >= MK_TG_KEYED_SLOTS) {
+    p = keyed_slot(w, slot);
+  } else {
+    if (slot >= MK_MAX_TG_SLOTS) fail(w, 3, "too many threadgroup variables (more than %d)", MK_MAX_TG_SLOTS);
+    p = &w->tg_slots[slot];
     if (slot >= w->tg_slots_hi) w->tg_slots_hi = slot + 1;
+  }
+  if (!*p) {
     size_t at = (w->tg_used + align - 1) & ~(align - 1);
-    if (at + size > MK_MAX_TG_MEMORY)
+    if ((w->flags & MK_DISPATCH_CUDA) && at + size > MK_MAX_CUDA_SHARED_MEMORY)
+      fail(w, 3,
+           "shared memory exhausted: the block needs more than %d bytes "
+           "(a block of an H100/H200 has at most %d)",
+           int(at + size), MK_MAX_CUDA_SHARED_MEMORY);
+    if (!(w->flags & MK_DISPATCH_CUDA) && at + size > MK_MAX_TG_MEMORY)
       fail(w, 3,
            "threadgroup memory exhausted: the kernel needs more than %d bytes "
            "(Metal devices offer %d)",
            int(at + size), MK_MAX_TG_MEMORY);
-    p = w->tg_memory + at;
+    *p = w->tg_memory + at;
     w->tg_used = at + size;
   }
-  return p;
+  return *p;
 }
 
 void api_fail(const char* message) { fail(tls_worker, 3, "%s", message); }
@@ -373,6 +401,59 @@ int64_t next_ready(Worker* w, uint32_t from) {
   return -1;
 }
 
+// A simdgroup's lanes as the named-participant rules see them (mk/named_sync.h).
+named::Lanes named_lanes(Worker* w, uint32_t lo, uint32_t hi) {
+  named::Lanes nl;
+  nl.waiting = nl.gone = 0;
+  for (uint32_t i = 0; i < MK_SIMD_WIDTH; ++i) {
+    const uint32_t t = lo + i;
+    if (t >= hi || w->threads[t].state == DONE) {
+      nl.gone |= 1u << i;
+      continue;
+    }
+    const Thread& th = w->threads[t];
+    if (th.state == AT_SIMD && named::is_named(th.call->op)) {
+      nl.waiting |= 1u << i;
+      nl.ops[i] = th.call->op;
+      nl.masks[i] = th.call->arg;
+    }
+  }
+  return nl;
+}
+
+// Lanes of simdgroup s at named operations (CUDA warp functions) whose masks
+// are complete: they compute together, the lowest of them for all.
+bool resolve_named(Worker* w, uint32_t s, uint32_t lo, uint32_t hi) {
+  const named::Lanes nl = named_lanes(w, lo, hi);
+  uint32_t leader = 0;
+  const uint32_t p = nl.waiting ? named::complete_group(nl, &leader) : 0;
+  if (!p) return false;
+  SimdLanes& l = w->lanes[s];
+  memset(&l, 0, sizeof l);
+  l.count = hi - lo;
+  l.active_mask = p;
+  for (uint32_t i = 0; i < MK_SIMD_WIDTH; ++i) {
+    if (!((p >> i) & 1u)) continue;
+    Thread& th = w->threads[lo + i];
+    l.lane[i] = th.call;
+    th.state = READY;
+  }
+  w->threads[lo + uint32_t(__builtin_ctz(p))].lanes_for_leader = &l;
+  return true;
+}
+
+// Nothing can go on while a lane waits at a named operation: a GPU would hang.
+[[noreturn]] void named_deadlock(Worker* w, uint32_t lo, uint32_t hi) {
+  const named::Lanes nl = named_lanes(w, lo, hi);
+  char msg[400];
+  const uint32_t lane = named::stuck_message(nl, lo, msg, sizeof msg, [&](uint32_t j) {
+    return w->threads[lo + j].state == AT_BARRIER ? "waits at a block-wide barrier (__syncthreads)"
+                                                  : "waits at another simdgroup operation";
+  });
+  w->running = lo + lane;
+  fail(w, 3, "%s", msg);
+}
+
 // Runs every ready fiber, then resolves simdgroup calls and barriers.
 void schedule(Worker* w) {
   const uint32_t n = w->nthreads;
@@ -390,6 +471,10 @@ void schedule(Worker* w) {
     for (uint32_t s = 0; s < nsimd; ++s) {
       const uint32_t lo = s * MK_SIMD_WIDTH;
       const uint32_t hi = lo + MK_SIMD_WIDTH < n ? lo + MK_SIMD_WIDTH : n;
+      if (resolve_named(w, s, lo, hi)) {
+        resolved = true;
+        continue;
+      }
       // Lanes blocked on the same call path form the active set; of
       // several, the lowest call site goes first (it is usually the earlier
       // code, e.g. a loop body before the code after the loop).
@@ -397,7 +482,7 @@ void schedule(Worker* w) {
       uintptr_t site = 0, depth = 0, path = 0;
       for (uint32_t t = lo; t < hi; ++t) {
         const Thread& th = w->threads[t];
-        if (th.state != AT_SIMD) continue;
+        if (th.state != AT_SIMD || named::is_named(th.call->op)) continue;
         if (!found || th.site < site || (th.site == site && th.depth < depth)) {
           site = th.site;
           depth = th.depth;
@@ -412,7 +497,7 @@ void schedule(Worker* w) {
       Thread* leader = nullptr;
       for (uint32_t t = lo; t < hi; ++t) {
         Thread& th = w->threads[t];
-        if (th.state == AT_SIMD && th.path == path) {
+        if (th.state == AT_SIMD && th.path == path && !named::is_named(th.call->op)) {
           l.lane[t - lo] = th.call;
           l.active_mask |= 1u << (t - lo);
           th.state = READY;
@@ -423,6 +508,10 @@ void schedule(Worker* w) {
       resolved = true;
     }
     if (resolved) continue;
+    for (uint32_t lo = 0; lo < n; lo += MK_SIMD_WIDTH) {
+      const uint32_t hi = lo + MK_SIMD_WIDTH < n ? lo + MK_SIMD_WIDTH : n;
+      if (named_lanes(w, lo, hi).waiting) named_deadlock(w, lo, hi);
+    }
     bool waiting = false;
     for (uint32_t t = 0; t < n; ++t) {
       if (w->threads[t].state == AT_BARRIER) {
@@ -451,12 +540,17 @@ void run_group(Worker* w, uint64_t index) {
   w->running = 0;
   memset(w->tg_slots, 0, sizeof(void*) * w->tg_slots_hi);
   w->tg_slots_hi = 0;
+  w->ntg_keys = 0;
   w->tg_used = 0;
   for (uint32_t i = 0; i < l->ntg_buffers && i < 64; ++i) {
     size_t at = (w->tg_used + 15) & ~size_t(15);
     w->tg_buffers[i] = w->tg_memory + at;
     w->tg_used = at + l->tg_buffer_sizes[i];
   }
+  w->group_info.threadgroup_position = tg;
+  w->group_info.threads_per_threadgroup = d;
+  w->group_info.threadgroups_per_grid = ng;
+  w->group_info.tg_buffer0 = l->ntg_buffers ? w->tg_buffers[0] : nullptr;
   Run& r = w->run0;
   r.group = reinterpret_cast<Group*>(w);
   r.launch = l;
@@ -468,6 +562,7 @@ void run_group(Worker* w, uint64_t index) {
   r.upgraded = nullptr;
   r.tg_buffers = w->tg_buffers;
   r.group_count = 1;
+  r.worker = w->slots;
   if (w->flags & MK_DISPATCH_COALESCE) {
     // Full groups that follow in the same row join this call.
     const uint64_t last = w->chunk_end;

@@ -6,11 +6,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MK_ABI_VERSION 4
+#define MK_ABI_VERSION 5
 #define MK_SIMD_WIDTH 32
 #define MK_MAX_THREADS_PER_GROUP 1024
 #define MK_MAX_TG_MEMORY 32768
+// CUDA blocks (metal_kernel.port) may use up to 227 KiB of shared memory, as
+// on an H100/H200; the arena is that large, Metal dispatches stop at 32 KiB.
+#define MK_MAX_CUDA_SHARED_MEMORY 232448
 #define MK_MAX_TG_SLOTS 256
+// Threadgroup allocations keyed by a slot at or above this are looked up by
+// key (CUDA __shared__ variables: a hash per declaration and instantiation).
+#define MK_TG_KEYED_SLOTS 256
+// This key returns the running group's GroupInfo (read-only), filled by the
+// runtime: how code that has no thread attributes (CUDA's blockIdx in any
+// device function) learns where it runs, in every execution mode.
+#define MK_TG_GROUP_INFO 0xFFFFFFFFu
 #define MK_WI_CHK_OFFSET 1616  // offsetof(WiGroup, chk), mk/workitem.h
 
 // mkrt_dispatch flags
@@ -20,6 +30,8 @@
 #define MK_DISPATCH_NO_FIBER 4u     // a work-item entry whose launch fits the work-item
                                     // layout: it never falls back to fibers, so it runs on
                                     // the worker's own stack (mk/workitem.h)
+#define MK_DISPATCH_CUDA 8u         // a CUDA kernel: shared memory up to
+                                    // MK_MAX_CUDA_SHARED_MEMORY, errors speak of CUDA
 
 namespace mk {
 
@@ -78,9 +90,29 @@ struct Run {
   void* const* tg_buffers;       // [[threadgroup(n)]] storage of this group
   uint32_t group_count;          // direct loops: this many full groups along x from
                                  // threadgroup_position (MK_DISPATCH_COALESCE), else 1
+  // Per-worker slots the runtime keeps for kernel libraries, which keep no
+  // thread-local state of their own (the first access to a dlopen'ed
+  // library's TLS goes through __tls_get_addr, whose slow path has been seen
+  // to clobber vector registers). See MK_SLOT_*.
+  void** worker;
 };
 
+#define MK_WORKER_SLOTS 4
+#define MK_SLOT_SCRATCH 0       // the work-item driver's context block (mk/workitem.h)
+#define MK_SLOT_SCRATCH_SIZE 1
+#define MK_SLOT_CHECK 2         // checked builds: this worker's chk::Group (mk/check.h)
+#define MK_SLOT_CHECK_SERIAL 3  // ... and the dispatch it belongs to
+
 typedef void (*EntryFn)(Run*);
+
+// What MK_TG_GROUP_INFO returns.
+struct GroupInfo {
+  u3 threadgroup_position;
+  u3 threads_per_threadgroup;    // the dispatched shape
+  u3 threadgroups_per_grid;
+  uint32_t pad;
+  void* tg_buffer0;              // [[threadgroup(0)]] storage (CUDA: dynamic shared memory)
+};
 
 // A simdgroup operation as one lane publishes it.
 struct SimdCall {

@@ -123,6 +123,8 @@ static_assert(sizeof(Record) == 72, "mirrored in check/native.py");
 
 constexpr uint32_t kDedupSlots = 4096;
 
+struct Group;
+
 // One checked dispatch; filled by the host (check/native.py).
 struct Dispatch {
   uint32_t tools;
@@ -135,9 +137,19 @@ struct Dispatch {
   uint64_t dropped;    // distinct findings past `capacity` (atomic)
   uint64_t keys[kDedupSlots];  // open addressing: key + 1, 0 empty
   uint32_t slots[kDedupSlots]; // record index + 1
+  // The per-worker states (one per worker; the host owns them and their
+  // threadgroup shadows, so nothing is allocated while kernels run).
+  Group* states;
+  uint32_t nstates;
+  uint32_t next_state;  // atomic: the next free state
+  uint64_t serial;      // unique per dispatch in the process
 };
 
-constexpr uint32_t kTgArena = MK_MAX_TG_MEMORY;
+constexpr uint32_t kTgArena = MK_MAX_CUDA_SHARED_MEMORY;  // the worker's arena (CUDA blocks get more than Metal's 32 KiB)
+// The threadgroup shadow holds one table per granule class, so that the
+// entries of an array are contiguous: 4-byte granules (and larger, several
+// entries each) at off / 4, 2-byte ones at off / 2, bytes at off.
+constexpr uint32_t kTgShadowEntries = kTgArena / 4 + kTgArena / 2 + kTgArena;
 
 // The group being run on this worker.
 struct Group {
@@ -147,14 +159,14 @@ struct Group {
   uint16_t tg_epoch, dev_epoch;
   uint16_t sgc[MK_MAX_THREADS_PER_GROUP / MK_SIMD_WIDTH];
   uint64_t tg_lo;     // start of the worker's threadgroup arena
-  TgEntry* tg_shadow; // kTgArena entries
+  TgEntry* tg_shadow; // kTgShadowEntries entries: three tables, see tg_entries()
   uint64_t tgp_lo[64], tgp_size[64];
   uint32_t ntgp;
   // The simd point being computed (for inactive-lane reports).
   uint32_t simd_site, simd_lo;
+  uint64_t scratch_lo, scratch_size;  // the worker's work-item context (private frames live there)
 };
 
-static __thread Group* t_group = nullptr;
 alignas(64) static const char k_zero[4096] = {};
 alignas(64) static char k_sink[4096];
 
@@ -320,19 +332,20 @@ __attribute__((always_inline)) inline void tg_access(Group* G, uint64_t a, uint6
   const uint64_t off = a - G->tg_lo;
   if (off >= kTgArena) return;  // not in the arena (a [[threadgroup(n)]] past its size: reported already)
   const uint32_t gs = (info >> A_GRANULE_SHIFT) & 15;
-  const uint64_t gmask = (uint64_t(1) << gs) - 1;
-  const uint64_t first = off & ~gmask;
-  uint64_t last = (off + size - 1) & ~gmask;
-  if (last >= kTgArena) last = kTgArena - 1;
+  const uint32_t unit = gs >= 2 ? 2 : gs;  // log2 of the table's bytes per entry
+  TgEntry* table = G->tg_shadow + (unit == 2 ? 0 : unit == 1 ? kTgArena / 4 : kTgArena / 4 + kTgArena / 2);
+  const uint64_t first = off >> unit;
+  uint64_t last = (off + size - 1) >> unit;
+  if (last >= (kTgArena >> unit)) last = (kTgArena >> unit) - 1;
   const uint16_t l = uint16_t(lin + 1), e = G->tg_epoch, sg = uint16_t(lin >> 5), c = G->sgc[sg];
   bool all_uninit = true;
-  for (uint64_t k = first; k <= last; k += gmask + 1) {
-    TgEntry& E = G->tg_shadow[k];
+  for (uint64_t k = first; k <= last; ++k) {
+    TgEntry& E = table[k];
     if (E.gen != G->gen) {
       memset(&E, 0, sizeof E);
       E.gen = G->gen;
     }
-    const uint64_t addr = G->tg_lo + k;
+    const uint64_t addr = G->tg_lo + (k << unit);
     if (info & A_ATOMIC) {
       E.init = 1;
       all_uninit = false;
@@ -391,17 +404,18 @@ __attribute__((noinline, cold)) inline void uninit_read(Group* G, uint32_t lin, 
 
 // ------------------------------------------------------- driver hooks --
 
-// Per worker: the group state and the threadgroup shadow (~768 KiB), made
-// once.
-inline Group* group_state() {
-  Group* G = t_group;
-  if (!G) {
-    G = static_cast<Group*>(__builtin_calloc(1, sizeof(Group)));
-    if (G) G->tg_shadow = static_cast<TgEntry*>(__builtin_calloc(kTgArena, sizeof(TgEntry)));
-    if (!G || !G->tg_shadow) return nullptr;
-    t_group = G;
+// This worker's state for dispatch `d`: claimed from the host's states at
+// the worker's first group of the dispatch.
+inline Group* group_state(void** worker, Dispatch* d) {
+  Group*& mine = reinterpret_cast<Group*&>(worker[MK_SLOT_CHECK]);
+  uint64_t& serial = reinterpret_cast<uint64_t&>(worker[MK_SLOT_CHECK_SERIAL]);
+  if (serial != d->serial || !mine) {
+    const uint32_t i = __atomic_fetch_add(&d->next_state, 1, __ATOMIC_RELAXED);
+    if (i >= d->nstates) return nullptr;
+    mine = &d->states[i];
+    serial = d->serial;
   }
-  return G;
+  return mine;
 }
 
 inline Group* group_of(const void* g) {

@@ -68,6 +68,7 @@ struct DenseLanes {
   // the first one's arrays (the driver asks for more than 1 only for the
   // reductions, which handle it: reduce_segments). Otherwise 1.
   uint32_t groups;
+  const void* check = nullptr;  // checked builds: the group's chk::Group (mk/check.h)
 };
 
 __attribute__((always_inline)) inline bool lane_active(const SimdLanes& l, uint32_t i) {
@@ -205,16 +206,17 @@ inline void scan_segments(const L& l, uint32_t width, bool inclusive, T identity
 // undefined on a GPU. Checked builds report it (work-item loops only: the
 // driver has just named the simd point, mk/workitem.h).
 template <class L>
-__attribute__((always_inline)) inline void inactive_read(const L&, uint32_t reader, uint32_t source) {
+__attribute__((always_inline)) inline void inactive_read(const L& l, uint32_t reader, uint32_t source) {
 #ifdef MK_CHECK
   if constexpr (std::is_same_v<L, DenseLanes>) {
-    chk::Group* G = chk::t_group;
+    chk::Group* G = static_cast<chk::Group*>(const_cast<void*>(l.check));
     if (!G || !G->d || !(G->d->tools & chk::TOOL_SYNC)) return;
     chk::Record r = chk::make_record(G, chk::K_INACTIVE, G->simd_site, G->simd_lo + reader);
     r.other_lin = G->simd_lo + source;
     chk::report(G, r);
   }
 #else
+  (void)l;
   (void)reader;
   (void)source;
 #endif

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "abi.h"
+#include "named_sync.h"
 #include "runtime.h"
 #ifdef MK_CHECK
 #include "check.h"
@@ -212,11 +213,11 @@ struct Kernel {
   uint64_t simd_in_stride, simd_out_stride;  // bytes per thread (every point of the kernel)
 };
 
-// Scratch memory of this worker thread (one block per kernel library).
-static __thread char* t_scratch = nullptr;
-static __thread uint64_t t_scratch_size = 0;
-
-inline char* scratch(uint64_t need) {
+// Scratch memory of the worker running `r` (kept in the runtime's worker
+// slots, shared by every kernel library).
+inline char* scratch(Run* r, uint64_t need) {
+  char*& t_scratch = reinterpret_cast<char*&>(r->worker[MK_SLOT_SCRATCH]);
+  uint64_t& t_scratch_size = reinterpret_cast<uint64_t&>(r->worker[MK_SLOT_SCRATCH_SIZE]);
   if (need > t_scratch_size) {
     if (t_scratch) __builtin_free(reinterpret_cast<void**>(t_scratch)[-1]);
     t_scratch = nullptr;
@@ -318,7 +319,8 @@ inline Summary run_span(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) 
 // another legal order. Metal orders nothing between two synchronisation
 // points, so any order of whole per-thread regions is one the GPU may
 // produce: simdgroups last first (MK_ORDER_REVERSE) or shuffled
-// (MK_ORDER_SHUFFLE), each one's threads last first.
+// (MK_ORDER_SHUFFLE); within a simdgroup, threads in order, except in
+// groups of at most two simdgroups, where they run last first too.
 __attribute__((noinline)) inline Summary run_permuted(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) {
   const Launch* l = G.r->launch;
   const uint32_t first = b / MK_SIMD_WIDTH, count = (e - 1) / MK_SIMD_WIDTH - first + 1;
@@ -335,17 +337,57 @@ __attribute__((noinline)) inline Summary run_permuted(GroupState& G, uint32_t re
     while (gcd(mul, count) != 1) mul = mul + 1 < count ? mul + 1 : 1;
     add = (h >> 7) % count;
   }
+  const bool each_thread = G.n <= 2 * MK_SIMD_WIDTH;
   Summary mm = kEmpty;
   for (uint32_t k = 0; k < count; ++k) {
     const uint32_t sg = first + uint32_t((uint64_t(mul) * k + add) % count);
     const uint32_t lo = sg * MK_SIMD_WIDTH > b ? sg * MK_SIMD_WIDTH : b;
     const uint32_t hi = (sg + 1) * MK_SIMD_WIDTH < e ? (sg + 1) * MK_SIMD_WIDTH : e;
+    if (!each_thread) {
+      mm = combine(mm, run_span(G, resume, lo, hi));
+      continue;
+    }
     for (uint32_t t = hi; t > lo; --t) mm = combine(mm, run_span(G, resume, t - 1, t));
   }
   return mm;
 }
 
 // Runs threads [b, e), all resuming at `resume`.
+inline Summary run_range(GroupState& G, uint32_t resume, uint32_t b, uint32_t e);
+
+// The released threads of a round, runs of consecutive threads at the same
+// point, the runs in reverse or shuffled order (Launch::order).
+__attribute__((noinline)) inline void run_released_permuted(GroupState& G) {
+  uint16_t starts[MK_MAX_THREADS_PER_GROUP], ends[MK_MAX_THREADS_PER_GROUP];
+  uint32_t runs = 0;
+  for (uint32_t t = 0; t < G.n;) {
+    if (!G.released[t]) {
+      ++t;
+      continue;
+    }
+    uint32_t e = t + 1;
+    while (e < G.n && G.released[e] && G.st[e] == G.st[t]) ++e;
+    starts[runs] = uint16_t(t);
+    ends[runs] = uint16_t(e - 1);
+    ++runs;
+    t = e;
+  }
+  const Launch* l = G.r->launch;
+  uint32_t mul = runs > 1 ? runs - 1 : 1, add = runs > 1 ? runs - 1 : 0;  // reversed
+  if (l->order == MK_ORDER_SHUFFLE && runs > 1) {
+    uint32_t h = l->seed * 0x9E3779B9u + runs * 0x85EBCA6Bu;
+    h ^= h >> 13;
+    auto gcd = [](uint32_t x, uint32_t y) { while (y) { uint32_t r = x % y; x = y; y = r; } return x; };
+    mul = h % runs ? h % runs : 1;
+    while (gcd(mul, runs) != 1) mul = mul + 1 < runs ? mul + 1 : 1;
+    add = (h >> 9) % runs;
+  }
+  for (uint32_t k = 0; k < runs; ++k) {
+    const uint32_t i = uint32_t((uint64_t(mul) * k + add) % runs);
+    run_range(G, G.st[starts[i]], starts[i], uint32_t(ends[i]) + 1);
+  }
+}
+
 inline Summary run_range(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) {
   if (__builtin_expect(G.r->launch->order != MK_ORDER_DEFAULT, 0) && e > b + 1) return run_permuted(G, resume, b, e);
   return run_span(G, resume, b, e);
@@ -493,6 +535,7 @@ inline void simd_compute(GroupState& G, uint32_t id, uint32_t lo, uint32_t hi, u
   l.groups = groups;
 #ifdef MK_CHECK
   chk_simd(G, s, lo, groups);
+  l.check = G.g->chk;
 #endif
   s.dense(l);
 }
@@ -539,6 +582,58 @@ inline void simd_at(GroupState& G, uint32_t p, const uint32_t* masks) {
   }
 }
 
+// Simd point `p` is an operation whose participants are named by a mask
+// (CUDA warp functions, mk/named_sync.h).
+inline bool named_point(const Kernel* k, uint32_t p) {
+  return k->syncs[p].kind == SYNC_SIMD && named::is_named(k->syncs[p].op);
+}
+
+inline named::Lanes named_lanes(const GroupState& G, uint32_t lo, uint32_t hi) {
+  const uint32_t* args = reinterpret_cast<const uint32_t*>(G.slots + G.k->simd_arg_offset);
+  named::Lanes nl;
+  nl.waiting = nl.gone = 0;
+  for (uint32_t i = 0; i < MK_SIMD_WIDTH; ++i) {
+    const uint32_t t = lo + i;
+    if (t >= hi || G.st[t] == DONE) {
+      nl.gone |= 1u << i;
+      continue;
+    }
+    if (named_point(G.k, G.st[t])) {
+      nl.waiting |= 1u << i;
+      nl.ops[i] = G.k->syncs[G.st[t]].op;
+      nl.masks[i] = args[t];
+    }
+  }
+  return nl;
+}
+
+// The lanes of simdgroup [lo, hi) at named operations whose masks are
+// complete compute together (maybe from different call sites: their
+// operand rows have one stride) and are released.
+inline bool named_resolve(GroupState& G, uint32_t lo, uint32_t hi) {
+  const named::Lanes nl = named_lanes(G, lo, hi);
+  uint32_t leader = 0;
+  const uint32_t p = nl.waiting ? named::complete_group(nl, &leader) : 0;
+  if (!p) return false;
+  simd_compute(G, G.st[lo + uint32_t(__builtin_ctz(p))], lo, hi, p);
+  for (uint32_t i = 0; i < MK_SIMD_WIDTH; ++i)
+    if ((p >> i) & 1u) G.released[lo + i] = 1;
+  return true;
+}
+
+// Nothing can go on while a lane waits at a named operation: a GPU would hang.
+[[noreturn]] inline void named_deadlock(GroupState& G, uint32_t lo, uint32_t hi) {
+  const named::Lanes nl = named_lanes(G, lo, hi);
+  char msg[400];
+  const uint32_t lane = named::stuck_message(nl, lo, msg, sizeof msg, [&](uint32_t j) {
+    return G.k->syncs[G.st[lo + j]].kind == SYNC_BARRIER ? "waits at a block-wide barrier (__syncthreads)"
+                                                         : "waits at another simdgroup operation";
+  });
+  G.r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(lo + lane));
+  __mk_rt->fail(msg);
+  __builtin_unreachable();
+}
+
 }  // namespace wi
 }  // namespace mk
 
@@ -548,9 +643,9 @@ namespace chk {
 
 // A group starts: its checker state, and `g->chk` pointing at it.
 inline Group* begin_group(const Run* r, WiGroup* g, const wi::Kernel* k) {
-  Group* G = group_state();
-  if (!G) return nullptr;
   const Launch* l = r->launch;
+  Group* G = group_state(r->worker, static_cast<Dispatch*>(l->check));
+  if (!G) return nullptr;
   G->d = static_cast<Dispatch*>(l->check);
   const u3 tg = r->threadgroup_position, ng = l->threadgroups_per_grid;
   G->group = tg.x + ng.x * (tg.y + ng.y * tg.z);
@@ -560,6 +655,7 @@ inline Group* begin_group(const Run* r, WiGroup* g, const wi::Kernel* k) {
   memset(G->sgc, 0, sizeof G->sgc);
   uint64_t lo = ~uint64_t(0);
   for (uint64_t i = 0; i < k->ntg_allocs; ++i) {
+    if (uint32_t(k->tg_allocs[i].slot) == MK_TG_GROUP_INFO) continue;  // the group record, not the arena
     const uint64_t a = reinterpret_cast<uint64_t>(g->tg_allocs[i]);
     lo = a < lo ? a : lo;
   }
@@ -571,6 +667,8 @@ inline Group* begin_group(const Run* r, WiGroup* g, const wi::Kernel* k) {
     lo = a < lo ? a : lo;
   }
   G->tg_lo = lo == ~uint64_t(0) ? 0 : lo;
+  G->scratch_lo = reinterpret_cast<uint64_t>(r->worker[MK_SLOT_SCRATCH]);
+  G->scratch_size = reinterpret_cast<uint64_t>(r->worker[MK_SLOT_SCRATCH_SIZE]);
   g->chk = G;
   return G;
 }
@@ -601,8 +699,8 @@ __attribute__((noinline)) inline void* classify(Group* G, uint32_t lin, void* p,
   // Private memory: this worker's stack, or the group's work-item context
   // (the per-thread frames of private arrays live there).
   const uint64_t sp = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
-  const uint64_t slo = reinterpret_cast<uint64_t>(wi::t_scratch);
-  if ((a + (uint64_t(8) << 20) >= sp && a < sp + (uint64_t(8) << 20)) || (a >= slo && a < slo + wi::t_scratch_size))
+  if ((a + (uint64_t(8) << 20) >= sp && a < sp + (uint64_t(8) << 20)) ||
+      (a >= G->scratch_lo && a < G->scratch_lo + G->scratch_size))
     return p;
   return bad_access(G, lin, p, size, info, site, O_UNKNOWN, 0, 0, false);
 }
@@ -632,7 +730,7 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
   const uint64_t o_states = o_frames + up64(k->frame_size * n);
   const uint64_t o_released = o_states + up64(4 * uint64_t(n));
   const uint64_t total = o_released + up64(n);
-  char* mem = scratch(total);
+  char* mem = scratch(r, total);
   if (!mem) {
     __mk_rt->fail("out of memory for the work-item context of a threadgroup");
     return;
@@ -664,7 +762,7 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
   G.n = n;
 #ifdef MK_CHECK
   if (!chk::begin_group(r, g, k)) {
-    __mk_rt->fail("out of memory for the checker's state");
+    __mk_rt->fail("internal error: more workers than checker states");
     return;
   }
 #endif
@@ -673,7 +771,7 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
   for (;;) {
     const uint32_t mn = uint32_t(mm.states), live_max = uint32_t(mm.states >> 32);
     if (mn == DONE) return;  // every thread finished
-    if (mn == live_max) {
+    if (mn == live_max && !named_point(k, mn)) {
       // Every live thread is at the same point (the common case); threads
       // that returned count as arrived at a barrier, and are inactive lanes
       // of a simd function. (mn == live_max: every state is mn or DONE.)
@@ -709,10 +807,14 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
     memset(G.released, 0, n);
     for (uint32_t lo = 0; lo < n; lo += MK_SIMD_WIDTH) {
       const uint32_t hi = lo + MK_SIMD_WIDTH < n ? lo + MK_SIMD_WIDTH : n;
+      if (named_resolve(G, lo, hi)) {
+        any = true;
+        continue;
+      }
       uint32_t best = DONE;
       for (uint32_t t = lo; t < hi; ++t) {
         const uint32_t p = G.st[t];
-        if (p != DONE && k->syncs[p].kind == SYNC_SIMD && p < best) best = p;
+        if (p != DONE && k->syncs[p].kind == SYNC_SIMD && !named_point(k, p) && p < best) best = p;
       }
       if (best == DONE) continue;
       uint32_t mask = 0;
@@ -726,6 +828,10 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
       any = true;
     }
     if (!any) {
+      for (uint32_t lo = 0; lo < n; lo += MK_SIMD_WIDTH) {
+        const uint32_t hi = lo + MK_SIMD_WIDTH < n ? lo + MK_SIMD_WIDTH : n;
+        if (named_lanes(G, lo, hi).waiting) named_deadlock(G, lo, hi);
+      }
 #ifdef MK_CHECK
       chk_barriers(G);
 #endif
@@ -733,7 +839,13 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
       // one): release them all.
       for (uint32_t t = 0; t < n; ++t) G.released[t] = G.st[t] != DONE;
     }
-    // Run the released threads: runs of consecutive threads at the same point.
+    // Run the released threads: runs of consecutive threads at the same point
+    // (last run first, or shuffled, under another Launch::order).
+    if (__builtin_expect(l->order != MK_ORDER_DEFAULT, 0)) {
+      run_released_permuted(G);
+      mm = summarize(G.st, n);
+      continue;
+    }
     for (uint32_t t = 0; t < n;) {
       if (!G.released[t]) {
         ++t;

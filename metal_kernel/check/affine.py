@@ -1,0 +1,391 @@
+"""Byte offsets of accesses as polynomials in the thread's ids, and what a
+dispatch's actual geometry proves about them.
+
+The instrumentation pass (check/instrument.py) asks, for each access through
+a buffer or a program-scope constant, for its offset from the object's start
+as a polynomial over
+
+    x, y, z        the thread's position in its threadgroup
+    lin            its index in the threadgroup
+    g:<offset>     a field of the group (mk/workitem.h WiGroup: the
+                   threadgroup's position, the dispatch's sizes, ...)
+    b:<i>:<off>:<type>   a scalar the kernel reads from buffer i at a
+                   constant offset and never writes (`constant uint& n`)
+
+with integer coefficients, or for None when the offset is not such a
+polynomial (a loop counter, a value loaded from memory, `%`, `&`). Wrapping
+integer arithmetic is the one way such a polynomial can lie: every point
+where a narrow integer is widened records a range the value must stay in.
+
+At a dispatch (check/session.py) the polynomials are evaluated with the real
+sizes and scalars: an access whose every thread stays inside its buffer needs
+no check, and a buffer that every thread touches in bytes of its own
+(`out[i] = ...`) can have no race. A kernel whose every access is proven so,
+that uses no threadgroup memory, no private arrays, no barriers, simd
+functions or atomics, cannot produce a finding: it runs in its ordinary
+build.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..runtime.ir import _split_top, parse_type
+
+Poly = dict  # tuple[str, ...] (sorted symbols) -> int
+
+MAX_DEGREE = 3
+
+# WiGroup fields (mk/workitem.h) by byte offset
+G_GROUP_SIZE = (0, 4, 8)
+G_TG_POSITION = (12, 16, 20)
+G_BASE = (24, 28, 32)
+G_TPTG = (36, 40, 44)
+G_NGROUPS = (48, 52, 56)
+G_GRID = (60, 64, 68)
+
+
+def const(c: int) -> Poly:
+    return {(): c} if c else {}
+
+
+def sym(name: str) -> Poly:
+    return {(name,): 1}
+
+
+def add(a: Poly, b: Poly, sign: int = 1) -> Poly:
+    out = dict(a)
+    for m, c in b.items():
+        v = out.get(m, 0) + sign * c
+        if v:
+            out[m] = v
+        else:
+            out.pop(m, None)
+    return out
+
+
+def mul(a: Poly, b: Poly) -> Poly | None:
+    out: Poly = {}
+    for ma, ca in a.items():
+        for mb, cb in b.items():
+            m = tuple(sorted(ma + mb))
+            if len(m) > MAX_DEGREE:
+                return None
+            v = out.get(m, 0) + ca * cb
+            if v:
+                out[m] = v
+            else:
+                out.pop(m, None)
+    return out
+
+
+def to_json(p: Poly) -> list:
+    return [[list(m), c] for m, c in sorted(p.items())]
+
+
+def from_json(data: list) -> Poly:
+    return {tuple(m): c for m, c in data}
+
+
+@dataclass
+class Offset:
+    """An access's offset polynomial and the ranges its widened parts must
+    stay in: (polynomial, low, high) with low <= value < high."""
+    poly: Poly
+    ranges: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"poly": to_json(self.poly), "ranges": [[to_json(p), lo, hi] for p, lo, hi in self.ranges]}
+
+
+_INT = re.compile(r"^i(\d+)$")
+
+
+class Analysis:
+    """Offset polynomials of the values of one per-thread function."""
+
+    def __init__(self, defs: dict[str, str], params: list[str], layout, uniform_buffers: set[int], root_of):
+        self.defs = defs
+        self.g, self.x, self.y, self.z, self.lin = params
+        self.layout = layout
+        self.uniform_buffers = uniform_buffers  # buffers the kernel never writes
+        self.root_of = root_of  # value -> Root (check/roots.py)
+        self.memo: dict[str, tuple | None] = {}
+
+    # -- integers --
+    def value(self, v: str, ty: str = "") -> tuple | None:
+        """(poly, ranges) of integer value `v`, or None."""
+        v = v.strip()
+        if re.fullmatch(r"-?\d+", v):
+            return const(int(v)), []
+        if v in ("true", "false"):
+            return const(int(v == "true")), []
+        names = {self.x: "x", self.y: "y", self.z: "z", self.lin: "lin"}
+        if v in names:
+            return sym(names[v]), []
+        if not v.startswith("%"):
+            return None
+        if v in self.memo:
+            return self.memo[v]
+        self.memo[v] = None  # cycles (loop counters) are not polynomials
+        out = self._value(v)
+        self.memo[v] = out
+        return out
+
+    def _value(self, v: str) -> tuple | None:
+        d = self.defs.get(v)
+        if d is None:
+            return None
+        d = re.sub(r",\s*!\w+ !\d+", "", d)
+        words = d.split()
+        op = words[0]
+        if op in ("add", "sub", "mul", "shl", "or"):
+            rest = re.sub(r"^\w+\s+((nuw|nsw|disjoint|exact)\s+)*", "", d)
+            parts = _split_top(rest)
+            ty, _ = parse_type(parts[0], 0)
+            a = self.value(parts[0][len(ty):])
+            b = self.value(parts[1])
+            if a is None or b is None:
+                return None
+            ranges = a[1] + b[1]
+            if op == "add" or (op == "or" and "disjoint" in words[:3]):
+                return add(a[0], b[0]), ranges
+            if op == "sub":
+                return add(a[0], b[0], -1), ranges
+            if op == "mul":
+                p = mul(a[0], b[0])
+                return (p, ranges) if p is not None else None
+            if op == "shl" and set(b[0]) <= {()}:
+                return {m: c << b[0].get((), 0) for m, c in a[0].items()}, ranges
+            return None
+        if op in ("zext", "sext", "trunc"):
+            m = re.match(r"\w+\s+(?:nneg\s+)?(\S+)\s+(\S+)\s+to\s+(\S+)", d)
+            if not m:
+                return None
+            src = _INT.match(m.group(1))
+            inner = self.value(m.group(2))
+            if inner is None or not src:
+                return None
+            bits = int(src.group(1))
+            if op == "zext":
+                rng = (inner[0], 0, 1 << bits)
+            elif op == "sext":
+                rng = (inner[0], -(1 << (bits - 1)), 1 << (bits - 1))
+            else:
+                dst = _INT.match(m.group(3))
+                if not dst:
+                    return None
+                rng = (inner[0], 0, 1 << (int(dst.group(1)) - 1))
+            return inner[0], inner[1] + [rng]
+        if op == "load":
+            return self._uniform_load(v, d)
+        return None
+
+    def _uniform_load(self, v: str, d: str) -> tuple | None:
+        """A load from the WiGroup or a scalar from a buffer the kernel never
+        writes: the same in every thread of the dispatch."""
+        if re.search(r"\b(volatile|atomic)\b", d):
+            return None
+        parts = _split_top(re.sub(r"^load\s+", "", d))
+        ty = parts[0].strip()
+        if not _INT.match(ty):
+            return None
+        ptr = parts[1].split()[-1] if parts[1].startswith("ptr") else ""
+        base, off = self.constant_offset(ptr)
+        if base is None:
+            return None
+        if base == self.g:
+            return sym(f"g:{off}"), []
+        r = self.root_of(base)
+        if r.kind == "buf" and r.index in self.uniform_buffers:
+            return sym(f"b:{r.index}:{off}:{ty}"), []
+        return None
+
+    def constant_offset(self, ptr: str) -> tuple[str | None, int]:
+        """(base, byte offset) when `ptr` is a constant offset from a value."""
+        p = self.pointer(ptr)
+        if p is None:
+            return None, 0
+        base, off = p
+        if set(off[0]) <= {()}:
+            return base, off[0].get((), 0)
+        return None, 0
+
+    # -- pointers --
+    def pointer(self, ptr: str) -> tuple[str, tuple] | None:
+        """(root value, (offset poly, ranges)) of a pointer built by
+        getelementptr from another value."""
+        ptr = ptr.strip()
+        total, ranges = {}, []
+        for _ in range(64):
+            d = self.defs.get(ptr)
+            if d is None or not d.startswith("getelementptr"):
+                return ptr, (total, ranges)
+            step = self._gep(re.sub(r",\s*!\w+ !\d+", "", d))
+            if step is None:
+                return None
+            base, (p, r) = step
+            total, ranges = add(total, p), ranges + r
+            ptr = base
+        return None
+
+    def _gep(self, d: str) -> tuple[str, tuple] | None:
+        rest = re.sub(r"^getelementptr\s+((inbounds|nuw|nusw|inrange\(\d+, \d+\))\s+)*", "", d)
+        parts = _split_top(rest)
+        if len(parts) < 2 or not parts[1].startswith("ptr"):
+            return None
+        elem = parts[0].strip()
+        base = parts[1].split()[-1]
+        total, ranges = {}, []
+        cur = elem
+        for k, idx in enumerate(parts[2:]):
+            ity, _ = parse_type(idx, 0)
+            val = self.value(idx[len(ity):].strip())
+            if val is None:
+                return None
+            p, r = val
+            ranges += r
+            bits = int(_INT.match(ity).group(1)) if _INT.match(ity) else 64
+            if bits < 64 and not (set(p) <= {()}):
+                ranges.append((p, -(1 << (bits - 1)), 1 << (bits - 1)))
+            if k == 0:
+                scale = self.layout.size_align(cur)[0]
+            elif cur.startswith("[") or (cur.startswith("<") and not cur.startswith("<{")):
+                cur = re.match(r"[\[<]\d+ x (.*)[\]>]$", cur).group(1).strip()
+                scale = self.layout.size_align(cur)[0]
+            elif cur.startswith(("{", "<{", "%")):
+                if not set(p) <= {()}:
+                    return None
+                off, cur = self.layout.field(cur, p.get((), 0))
+                total = add(total, const(off))
+                continue
+            else:
+                return None
+            scaled = mul(p, const(scale))
+            total = add(total, scaled)
+        return base, (total, ranges)
+
+
+# ------------------------------------------------------------ at a dispatch --
+
+@dataclass
+class Geometry:
+    grid: list
+    group: list
+    ngroups: list
+
+
+def _dim_extremes(coef_x: int, coef_t: int, tpg: int, ng: int, grid: int) -> tuple[int, int]:
+    """Min and max of coef_x * x + coef_t * t over the threads of one
+    dimension: groups t < ng - 1 are full (x < tpg), the last has
+    grid - (ng - 1) * tpg threads."""
+    pts = []
+    last = grid - (ng - 1) * tpg
+    if ng >= 2:
+        for t in (0, ng - 2):
+            for x in (0, tpg - 1):
+                pts.append(coef_x * x + coef_t * t)
+    for x in (0, last - 1):
+        pts.append(coef_x * x + coef_t * (ng - 1))
+    return min(pts), max(pts)
+
+
+class Evaluator:
+    """Polynomials with a dispatch's actual values substituted."""
+
+    def __init__(self, geom: Geometry, scalar):
+        self.geom = geom
+        self.scalar = scalar  # (buffer, offset, type) -> int or None
+        tpg = geom.group
+        self.partial = any(geom.grid[d] % tpg[d] for d in range(3))
+        self.flat = tpg[1] == 1 and tpg[2] == 1
+
+    def _symbol(self, s: str):
+        """A symbol's value (an int), its thread variable ('x', 'tx', ...), or
+        None when it is not a linear term here."""
+        g = self.geom
+        if s in ("x", "y", "z"):
+            return s
+        if s == "lin":
+            return "x" if self.flat else None
+        if s.startswith("g:"):
+            off = int(s[2:])
+            for fields, values in ((G_TPTG, g.group), (G_NGROUPS, g.ngroups), (G_GRID, g.grid)):
+                if off in fields:
+                    return values[fields.index(off)]
+            if off in G_GROUP_SIZE:
+                return None if self.partial else g.group[G_GROUP_SIZE.index(off)]
+            if off in G_TG_POSITION:
+                return "t" + "xyz"[G_TG_POSITION.index(off)]
+            if off in G_BASE:
+                return ("t" + "xyz"[G_BASE.index(off)], g.group[G_BASE.index(off)])
+            return None
+        if s.startswith("b:"):
+            _, b, off, ty = s.split(":")
+            return self.scalar(int(b), int(off), ty)
+        return None
+
+    def linear(self, poly: Poly) -> dict | None:
+        """{variable or '': coefficient} (variables x, y, z, tx, ty, tz), or
+        None when the polynomial is not linear in them here."""
+        out: dict = {}
+        for mono, c in poly.items():
+            var = ""
+            coef = c
+            for s in mono:
+                v = self._symbol(s)
+                if v is None:
+                    return None
+                if isinstance(v, tuple):  # base = t * group size
+                    v, k = v
+                    coef *= k
+                if isinstance(v, int):
+                    coef *= v
+                    continue
+                if var:
+                    return None  # a product of two thread variables
+                var = v
+            out[var] = out.get(var, 0) + coef
+        return out
+
+    def extremes(self, lin: dict) -> tuple[int, int]:
+        g = self.geom
+        lo = hi = lin.get("", 0)
+        for d, axis in enumerate("xyz"):
+            a, b = _dim_extremes(lin.get(axis, 0), lin.get("t" + axis, 0), g.group[d], g.ngroups[d], g.grid[d])
+            lo, hi = lo + a, hi + b
+        return lo, hi
+
+    def in_range(self, poly: Poly, low: int, high: int) -> bool:
+        lin = self.linear(poly)
+        if lin is None:
+            return False
+        lo, hi = self.extremes(lin)
+        return low <= lo and hi < high
+
+    def exclusive(self, parts: list[tuple[dict, int]]) -> bool:
+        """Whether accesses (linear form, size) of all threads touch bytes of
+        their own: one linear part for all, mapping threads apart by at least
+        the footprint of one thread's accesses."""
+        if not parts:
+            return True
+        key = {k: v for k, v in parts[0][0].items() if k}
+        for lin, _ in parts:
+            if {k: v for k, v in lin.items() if k} != key:
+                return False
+        lo = min(lin.get("", 0) for lin, _ in parts)
+        hi = max(lin.get("", 0) + size for lin, size in parts)
+        width = hi - lo
+        g = self.geom
+        dims = []
+        for d, axis in enumerate("xyz"):
+            for var, extent in ((axis, g.group[d]), ("t" + axis, g.ngroups[d])):
+                if extent > 1:
+                    dims.append((abs(key.get(var, 0)), extent))
+        span = width
+        for coef, extent in sorted(dims):
+            if coef < span:
+                return False
+            span += coef * (extent - 1)
+        return True

@@ -1,0 +1,82 @@
+"""What a dispatch's geometry proves about a kernel before it runs
+(check/affine.py): which buffers only ever get bytes of their own per thread
+(no race possible, so no shadow), and whether the whole dispatch can produce
+no finding at all (then it runs in the ordinary build)."""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+
+from .affine import Evaluator, Geometry, from_json
+
+# Kernel features whose findings the polynomials cannot rule out.
+UNPROVABLE_USES = {"threadgroup", "private", "unknown", "atomic", "sync"}
+
+
+@dataclass
+class Proof:
+    whole: bool = False  # no finding is possible: run the ordinary build
+    exclusive: set = field(default_factory=set)  # written buffers no two threads share a byte of
+
+
+def _scalar(ptrs, sizes):
+    def read(b: int, off: int, ty: str):
+        nbytes = {"i8": 1, "i16": 2, "i32": 4, "i64": 8}.get(ty)
+        if nbytes is None or b >= len(ptrs) or not ptrs[b] or off < 0 or off + nbytes > sizes[b]:
+            return None
+        return int.from_bytes(ctypes.string_at(ptrs[b] + off, nbytes), "little")
+    return read
+
+
+def prove(facts: dict, grid, group, ngroups, ptrs, sizes, spans) -> Proof:
+    proof = Proof()
+    accesses = facts.get("accesses")
+    if accesses is None or facts.get("writes_unknown"):
+        return proof
+    ev = Evaluator(Geometry(list(grid), list(group), list(ngroups)), _scalar(ptrs, sizes))
+    safe = True
+    per_buffer: dict[int, list] = {}
+    shared: set[int] = set()  # buffers with an access that is not a known polynomial
+    for a in accesses:
+        off = a.get("offset")
+        lin = None
+        if off is not None and a["size"]:
+            lin = ev.linear(from_json(off["poly"]))
+            if lin is not None and not all(ev.in_range(from_json(p), lo, hi) for p, lo, hi in off["ranges"]):
+                lin = None
+        if a["root"] == "buf":
+            if lin is None:
+                shared.add(a["index"])
+            else:
+                per_buffer.setdefault(a["index"], []).append((lin, a["size"], a["write"]))
+        if lin is None or not _inside(ev, lin, a, ptrs, spans):
+            safe = False
+    written = {b for b, parts in per_buffer.items() if any(w for _, _, w in parts)}
+    written |= {a["index"] for a in accesses if a["root"] == "buf" and a["write"]}
+    for b in written:
+        if b not in shared and ev.exclusive([(lin, size) for lin, size, _ in per_buffer.get(b, [])]):
+            proof.exclusive.add(b)
+    proof.whole = safe and not (set(facts.get("uses", [])) & UNPROVABLE_USES) and written <= proof.exclusive
+    return proof
+
+
+def _inside(ev: Evaluator, lin: dict, a: dict, ptrs, spans) -> bool:
+    """Whether every thread's access stays inside its object, aligned."""
+    size, align = a["size"], max(1, a["align"])
+    lo, hi = ev.extremes(lin)
+    if a["root"] == "glob":
+        first, last = 0, a["object_size"] - size
+        base = 0
+    else:
+        b = a["index"]
+        if b >= len(ptrs) or not ptrs[b]:
+            return False
+        start, n = spans[b]
+        base = ptrs[b]
+        first, last = start - base, start + n - base - size
+    if lo < first or hi > last:
+        return False
+    if any(c % align for k, c in lin.items() if k) or (base + lin.get("", 0)) % align:
+        return False
+    return True

@@ -1,0 +1,1 @@
+// metal-kernel: pass-1 stub (declarations come from mkcuda/prelude.h in pass 2)
