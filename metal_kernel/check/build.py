@@ -25,7 +25,7 @@ from . import instrument as I
 
 # The first optimisation keeps accesses scalar (no masked or gathered vector
 # accesses for the pass to handle); the last one vectorises what it can.
-FIRST_STAGE_FLAGS = ["-gline-tables-only", "-fno-vectorize", "-fno-slp-vectorize"]
+FIRST_STAGE_FLAGS = ["-gline-tables-only", "-fno-vectorize", "-fno-slp-vectorize", "-fno-unroll-loops"]
 
 
 def build_checked(ctx: pass2.Context, result, opts, source: str, out_base: str) -> dict:

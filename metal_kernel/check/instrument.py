@@ -76,13 +76,14 @@ class KernelInfo:
     # instrumented: each access through a buffer or constant (its offset as a
     # polynomial, check/affine.py, or None) and what else the kernel does.
     accesses: list = field(default_factory=list)
+    loops: list = field(default_factory=list)  # counted loops the offsets' `iv:` symbols name
     uses: set = field(default_factory=set)  # "threadgroup", "private", "unknown", "atomic", "sync"
 
     def to_json(self) -> dict:
         return {"buffer_granule": {str(k): v for k, v in self.buffer_granule.items()},
                 "written": sorted(self.written), "float_atomics": sorted(self.float_atomics),
                 "writes_unknown": self.writes_unknown, "unchecked_calls": self.unchecked_calls,
-                "accesses": self.accesses, "uses": sorted(self.uses),
+                "accesses": self.accesses, "loops": self.loops, "uses": sorted(self.uses),
                 **({"not_checked": self.not_instrumented} if self.not_instrumented else {})}
 
 
@@ -302,7 +303,7 @@ class Instrumenter:
         written = {r.index for _, acc, roots in accesses for (_, rw), r in zip(acc.ptrs, roots)
                    if r.kind == "buf" and (rw == "write" or acc.info_bits & (A_WRITE | A_ATOMIC))}
         analysis = Analysis(fn.defs, fn.params, self.layout, uniform_buffers=set(range(64)) - written,
-                            root_of=fn.root)
+                            root_of=fn.root, lines=fn.lines, loops=info.loops)
         for _, acc, roots in accesses:
             if acc.kind == "atomic" or acc.info_bits & A_ATOMIC:
                 info.uses.add("atomic")

@@ -34,7 +34,7 @@ def prove(facts: dict, grid, group, ngroups, ptrs, sizes, spans) -> Proof:
     accesses = facts.get("accesses")
     if accesses is None or facts.get("writes_unknown"):
         return proof
-    ev = Evaluator(Geometry(list(grid), list(group), list(ngroups)), _scalar(ptrs, sizes))
+    ev = Evaluator(Geometry(list(grid), list(group), list(ngroups)), _scalar(ptrs, sizes), facts.get("loops"))
     safe = True
     per_buffer: dict[int, list] = {}
     shared: set[int] = set()  # buffers with an access that is not a known polynomial

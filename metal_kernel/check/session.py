@@ -153,6 +153,11 @@ class Session:
         finally:
             state.drop_shadows()
         found = decoder.findings(state.results())
+        if guarded is not None and any(f.kind == "oob" for f in found):
+            # The ordinary build would make the same bad accesses again.
+            self._note(f"kernel '{kernel.name}': no schedule runs for a dispatch that accesses memory out of bounds")
+            guarded.close()
+            guarded = None
         try:
             if guarded is not None and failure is None:
                 found += self._schedule_runs(kernel, b, guarded, pristine, decoder, written, facts, grid, group,

@@ -113,8 +113,8 @@ FEATURES: tuple[Feature, ...] = (
     Feature("`[[stage_in]]`", "rejected", "vertex inputs do not exist in compute kernels", "",
             attributes=("stage_in",)),
     Feature("Metal 4 tensors, MetalPerformancePrimitives", "no", "not implemented"),
-    Feature("out-of-bounds accesses that land in mapped memory", "partial",
-            "found by the checking mode (`metal_kernel.check`, `METAL_KERNEL_CHECK=1`), not in ordinary runs",
+    Feature("out-of-bounds accesses, races, barrier divergence, uninitialised and inactive-lane reads", "partial",
+            "found by `metal_kernel.check()` (docs/checking.md); an unchecked run does not look",
             "tests/check/test_corpus.py"),
 )
 
