@@ -325,6 +325,7 @@ class CompiledLibrary:
     main_object: str = ""  # a library built whole: its main file (holding its program-scope variables)
     _rewrite: RewriteResult | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _unit_checks: dict = field(default_factory=dict)  # check_of's cache
 
     def path(self, entry: KernelEntry) -> str:
         return self.path_of(entry.object)
@@ -348,23 +349,88 @@ class CompiledLibrary:
                     return got
             except (OSError, ValueError, KeyError, TypeError):
                 pass
-            got = self._build(symbol)
-            _atomic_write(meta_path, json.dumps(dataclasses.asdict(got)).encode())
-            self.kernels[symbol] = got
-            return got
+            for got in self._build(self._batch(symbol)):
+                _atomic_write(self.objects / f"{self.key}.k{got.symbol}.json",
+                              json.dumps(dataclasses.asdict(got)).encode())
+                self.kernels[got.symbol] = got
+            return self.kernels[symbol]
 
-    def _build(self, symbol: int) -> KernelEntry:
+    def _batch(self, symbol: int) -> list[int]:
+        """`symbol` and the other instantiations of its template not built
+        yet, up to EAGER_KERNELS: PyTorch's dtypes of one op are used
+        together, and one clang run for several kernels costs far less than
+        one each. Only one template's: kernels of one body decide alike
+        whether they synchronise, so a batch never drags a direct kernel
+        through the work-item pass."""
+        me = self.kernels[symbol]
+        out = [symbol]
+        for k in [*range(symbol + 1, len(self.kernels)), *range(symbol - 1, -1, -1)]:
+            if len(out) >= EAGER_KERNELS:
+                break
+            e = self.kernels[k]
+            if (e.file, e.line) == (me.file, me.line) and not e.object and \
+                    not (self.objects / f"{self.key}.k{k}.json").exists():
+                out.append(k)
+        return sorted(out)
+
+    def check_of(self, entry: KernelEntry) -> dict:
+        """The checked build's facts (sites, per-kernel facts) for the unit
+        that holds `entry`: the library's own, or, for a large file's checked
+        kernels built on first use, those saved beside their unit."""
+        if not self.lazy:
+            return self.check or {}
+        name = entry.object[:-len(".so")] + ".check.json"
+        got = self._unit_checks.get(name)
+        if got is None:
+            try:
+                got = json.loads((self.objects / name).read_text())
+            except (OSError, ValueError):
+                got = {}
+            self._unit_checks[name] = got
+        return got
+
+    def store_facts(self, symbol: int) -> dict:
+        """Kernel `symbol`'s dispatch facts (check/build.py kernel_facts:
+        its stores as offset polynomials), compiled once and cached beside
+        the library; runtime/store_guard.py proves dispatches with them."""
+        path = self.objects / f"{self.key}.k{symbol}.facts.json"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            pass
+        from ..check.build import kernel_facts
+
+        tc = find_toolchain()
+        with tempfile.TemporaryDirectory(prefix="mk-facts-", dir=self.objects.parent) as tmp:
+            with self._lock:
+                if self._rewrite is None:
+                    pp_path = self.objects / f"{self.key}.pp"
+                    pp = pp_path.read_text() if pp_path.exists() else preprocess(self.source, self.opts, tc, tmp)
+                    self._rewrite = frontend_of(self.opts).rewrite(pp, dict(self.opts.function_constants))
+            facts = kernel_facts(_context(tc, self.opts, self.objects, tmp), self._rewrite, symbol)
+        _atomic_write(path, json.dumps(facts).encode())
+        return facts
+
+    def _build(self, symbols: list[int]) -> list[KernelEntry]:
         tc = find_toolchain()
         with tempfile.TemporaryDirectory(prefix="mk-build-", dir=self.objects.parent) as tmp:
             if self._rewrite is None:
                 pp = (self.objects / f"{self.key}.pp").read_text()
                 self._rewrite = frontend_of(self.opts).rewrite(pp, dict(self.opts.function_constants))
-            base = f"{self.key}.k{symbol}-{os.urandom(4).hex()}"
+            base = f"{self.key}.k{symbols[0]}-{os.urandom(4).hex()}"
             ctx = _context(tc, self.opts, self.objects, tmp)
-            try:
-                (got,) = pass2.build_unit(ctx, self._rewrite, [symbol], os.path.join(tmp, base))
-            except pass2.BuildError as e:
-                raise _error(e.proc.stderr, self.opts, self.source, tmp, self._rewrite) from None
+            if self.opts.checked:
+                from ..check.build import build_checked
+
+                meta = build_checked(ctx, self._rewrite, self.opts, self.source, os.path.join(tmp, base), symbols)
+                # the unit's facts first: an entry is only trusted once they exist
+                _atomic_write(self.objects / f"{base}.check.json", json.dumps(meta["check"]).encode())
+                got = _entries_from_json(meta["kernels"])
+            else:
+                try:
+                    got = pass2.build_unit(ctx, self._rewrite, symbols, os.path.join(tmp, base))
+                except pass2.BuildError as e:
+                    raise _error(e.proc.stderr, self.opts, self.source, tmp, self._rewrite) from None
             _publish(tmp, base, self.objects)
         return got
 
@@ -455,14 +521,15 @@ def _build(pp: str, opts: CompileOptions, tc: Toolchain, tmp: str, objects: Path
     fe = frontend_of(opts)
     rw = fe.rewrite(pp, dict(opts.function_constants))
     ctx = _context(tc, opts, objects, tmp)
-    if opts.checked:
-        # The checked build (metal_kernel.check) instruments a whole file at once.
+    lazy = len(rw.kernels) > EAGER_KERNELS and not fe.single_library
+    if opts.checked and not lazy:
+        # The checked build (metal_kernel.check) of a small file: every kernel at once.
         from ..check.build import build_checked
 
         meta = build_checked(ctx, rw, opts, source, os.path.join(tmp, key))
         _publish(tmp, key, objects)
         return meta
-    if len(rw.kernels) > EAGER_KERNELS and not fe.single_library:
+    if lazy:  # checked or not, kernel by kernel on first use (CompiledLibrary.built)
         failed = pass2.syntax_check(ctx, rw.check_source())
         if failed is not None:
             raise _error(failed.stderr, opts, source, tmp, rw)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from .binding import BindingWarning, Bound, ParamType, array_extent, bind, is_ndarray, is_tensor, parse_casts  # noqa: F401
 from .compiler import CompiledLibrary, CompileOptions, compile_library, math_mode, streaming_setting
+from . import store_guard
 from .errors import KernelError, KernelTimeout
 from .native import (DISPATCH_COALESCE, DISPATCH_NEVER_SYNCS, DISPATCH_NO_FIBER, WORKITEM_MAX_BUFFERS,
                      WORKITEM_MAX_TG_BUFFERS, ErrorInfo, Launch, U3, load_kernel_library, runtime)
@@ -73,6 +74,7 @@ class Kernel:
         self.max_threads_per_threadgroup = min(entry.max_threads, MAX_THREADS_PER_THREADGROUP)
         self.thread_execution_width = THREAD_EXECUTION_WIDTH
         self._static_tg = entry.tg_bytes
+        self._store_facts: dict | None = None  # runtime/store_guard.py: loaded on first need
 
     @property
     def execution_mode(self) -> str:
@@ -224,8 +226,31 @@ class Kernel:
         return grid, group, ng
 
     def _launch(self, b: Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0):
+        """Runs a dispatch with bounds-checked stores (runtime/store_guard.py):
+        as it is when its stores are proven in bounds, else on fenced copies
+        of the buffers it writes."""
+        if store_guard.enabled():
+            fence = store_guard.guard_needed(self, b, grid, group, ngroups)
+            if fence:
+                store_guard.run_fenced(self, b, fence, lambda fb: self._launch_unguarded(
+                    fb, grid, group, ngroups, threadgroup_memory, timeout_ms))
+                return
+        self._launch_unguarded(b, grid, group, ngroups, threadgroup_memory, timeout_ms)
+
+    def _launch_unguarded(self, b: Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0):
         launch = self._launch_struct(b, grid, group, ngroups, threadgroup_memory)
         self._run(launch, b, timeout_ms)
+
+    def _load_store_facts(self) -> dict:
+        """The facts that prove this kernel's stores in bounds (compiled
+        once, cached on disk); never raises: a kernel without them is
+        fenced whenever it writes."""
+        if self._store_facts is None:
+            try:
+                self._store_facts = self._library._compiled.store_facts(self._entry.symbol)
+            except Exception as e:  # noqa: BLE001 - a bug of the analysis: fence, never fail the dispatch
+                self._store_facts = {"writes_unknown": True, "why": f"{type(e).__name__}: {e}"}
+        return self._store_facts
 
     def _launch_struct(self, b: Bound, grid, group, ngroups, threadgroup_memory) -> Launch:
         """The dispatch's Launch record (its arrays are kept on it)."""

@@ -62,6 +62,8 @@ def test_add_special_ndtri_verifies_with_its_numbers_in_json(tree):
     by_dtype = {d["dtype"]: d for d in data["dtypes"]}
     assert list(by_dtype) == ["float32", "float16", "int16", "uint8"]
     assert all(d["ok"] and d["cases"] > 50 for d in by_dtype.values())
+    # under the checker, every kernel of it (none fell back to running unchecked)
+    assert all(d["checked"] for d in by_dtype.values()), data.get("notes")
     # every half and int16 bit pattern, every uint8 value, >= 65,536 float32 values
     for name, distinct in [("float16", 65536), ("int16", 65536), ("uint8", 256)]:
         assert by_dtype[name]["distinct_inputs"] == distinct, name

@@ -3,6 +3,8 @@ errors still at compile_shader time; whether a kernel synchronises decided
 from its compiled code, so only kernels that do go through the work-item
 pass."""
 
+import json
+
 import pytest
 import torch
 
@@ -34,6 +36,7 @@ INST6(int)
 
 
 ADD_LINE = LARGE.splitlines().index("  o[i] = x[i] + T(K);") + 1
+SUM_LINE = LARGE.splitlines().index("  if (lane == 0) o[i / 32] = s + T(K);") + 1
 
 
 @pytest.fixture
@@ -54,7 +57,30 @@ def test_a_large_file_lists_every_kernel_and_compiles_none_until_used(cache):
     out = torch.full((64,), -1, dtype=torch.int32)
     lib.add_int_3(out, torch.arange(64, dtype=torch.int32))
     assert out.tolist() == [i + 3 for i in range(64)]
-    assert len(_kernel_libraries(cache)) == 1
+    # one clang run for the kernel and the other instantiations of its
+    # template (12 add_k, fewer than EAGER_KERNELS); sum_k's wait
+    built = sorted(p.name for p in cache.glob("*.k*.json") if not p.name.endswith((".facts.json", ".check.json")))
+    assert len(built) == 12
+    assert all(lib._compiled.kernels[int(n.split(".k")[1].split(".")[0])].host_name.startswith("add_") for n in built)
+    assert len({n.split(".k")[1].split("-")[0] for n in _kernel_libraries(cache)}) == 1  # one unit
+
+
+def test_a_large_file_is_checked_kernel_by_kernel(cache):
+    lib = metal_kernel.compile_shader(LARGE)
+    out = torch.full((8,), -1.0)
+    with metal_kernel.check() as report:
+        lib.sum_float_2(out, torch.ones(256), threads=256)
+    assert out[:8].tolist() == [34.0] * 8
+    assert report.ok and report.dispatches == 1
+    checked = list(cache.glob("*.check.json"))
+    assert len(checked) == 1  # sum_k's instantiations only, with their own sites
+    sites = json.loads(checked[0].read_text())["sites"]
+    assert sites and {line for _file, line, *_ in sites} >= {SUM_LINE}
+    # an access out of bounds in a lazily built checked kernel names its line
+    with metal_kernel.check() as report:
+        lib.add_float_1(torch.full((4,), float("nan")), torch.ones(8), threads=8)
+    assert [f.kind for f in report.findings][:1] == ["oob"]
+    assert report.findings[0].line.endswith(f":{ADD_LINE}")
 
 
 def test_kernels_built_on_first_use_are_cached(cache):
