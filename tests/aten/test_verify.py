@@ -172,7 +172,7 @@ def test_bounds_mode_is_passed_to_compile_shader_when_the_runtime_takes_it(six, 
         return real(source, math=math, **kwargs)
 
     monkeypatch.setattr(metal_kernel, "compile_shader", spy)
-    report = verify_op(t, "special_ndtri", [F16], ["exact", "bounds"])
+    report = verify_op(t, "special_ndtri", [F16], ["exact", "bounds"], check=False)  # the math plumbing only
     assert [(r.math, r.dtype) for r in report.results] == [("exact", F16), ("bounds", F16)]
     assert seen == ["exact", "bounds"] and not report.failed
     assert " math=bounds:" in report.render()
@@ -181,6 +181,6 @@ def test_bounds_mode_is_passed_to_compile_shader_when_the_runtime_takes_it(six, 
         return real(source, **kwargs)
 
     monkeypatch.setattr(metal_kernel, "compile_shader", without_math)
-    report = verify_op(t, "special_ndtri", [F16], ["exact", "bounds"])
+    report = verify_op(t, "special_ndtri", [F16], ["exact", "bounds"], check=False)
     assert [r.math for r in report.results] == ["exact"]
     assert any("math='bounds') not run: this runtime's compile_shader has no math= option" in n for n in report.notes)
