@@ -1,0 +1,590 @@
+"""Stage 3 of the port (emit): the .metal file.
+
+- each kernel becomes `kernel void` with [[buffer(i)]] parameters in CUDA
+  order (pointers in `device` memory, by-value scalars and structs as
+  `constant T&`), then the index builtins it uses, its dynamic threadgroup
+  memory ([[threadgroup(0)]]) and the global variables it reads as buffers;
+  threadgroup arrays are declared at the top of its body, its helpers'
+  among them;
+- each instantiation of a kernel template the file launches gets a
+  `template [[host_name("k_float")]] [[kernel]] void k<float>(...)` line;
+- each helper is emitted once per combination of address spaces its call
+  sites give its pointer parameters, with what it needs from its callers
+  (facts.Needs) as leading parameters;
+- types, constants and namespaces are kept; host code is left out;
+- what a kernel needs that does not translate keeps it out of the port:
+  its text stays, inside `#if 0`, with the diagnostics as comments.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..analyse import Instantiation
+from ..parse import declarator_name, keywords, walk
+from . import table as T
+from .diagnostics import Diagnostic
+from .facts import SYNC_COUNTER, Facts, Function, Needs, SharedVar, _is_function_declarator, callee_shared
+from .helpers import helper_text
+from .mapper import Renderer, Translation, kernel_param_is_modified, mangle, split_template_args, substitute
+from .model import ELEMENT_BYTES, SCALAR_DTYPES, Chunk, GlobalSpec, KernelPort, ParamSpec, canonical_type
+from .source import CudaSource
+from .spaces import buffer_use
+
+HEADER = """\
+// Metal port of {file}, made by `metal-kernel port` from the CUDA source.
+// Each CUDA kernel is a Metal kernel with its parameters in CUDA order ([[buffer(i)]]); template
+// kernels are instantiated with [[host_name]] for each instantiation the CUDA file launches.
+// Diagnostics (MKxxxx) are comments above the code they concern: see docs/port-diagnostics.md.
+// Compile with fast math off (MTLCompileOptions.mathMode = .safe) to keep CUDA's IEEE semantics.
+#include <metal_stdlib>
+using namespace metal;
+"""
+
+
+def metal_name(spelling: str) -> str:
+    """`ns::k<__half, 4>` -> `k___half_4` -> `k_half_4`: the Metal function name of an instantiation."""
+    base, lt, rest = spelling.partition("<")
+    return re.sub(r"_+", "_", re.sub(r"\W+", "_", base.split("::")[-1] + lt + rest)).strip("_")
+
+
+class Emitter:
+    def __init__(self, src: CudaSource, facts: Facts, tr: Translation):
+        self.src = src
+        self.facts = facts
+        self.tr = tr
+        self.typedefs = self.collect_typedefs()
+        self.kernels: list[KernelPort] = []
+        self.kernel_text: dict[int, tuple[str, list[KernelPort]]] = {}  # kernel node start -> (text, ports)
+        self.instances: dict[int, dict[tuple, tuple[str, list[Diagnostic]]]] = {}  # helper start -> sig -> text
+        self.errors_by_function: dict[str, list[Diagnostic]] = {}
+        self.names: set[str] = set()
+
+    # -------------------------------------------------------------- run --
+    def run(self) -> tuple[list[Chunk], list[KernelPort]]:
+        for f in self.facts.functions:
+            if f.kernel:
+                self.emit_kernel(f)
+        self.render_requested_helpers()
+        for f in self.facts.functions:
+            if not f.kernel and f.node.start_byte not in self.instances:
+                self.render_instance(f, self.default_sig(f))
+        self.attribute_errors()
+        chunks = self.items(self.src.pp.root)
+        head = HEADER.format(file=self.src.filename.split("/")[-1])
+        helpers = helper_text(self.tr.helpers)
+        out = [Chunk(head, name="header")]
+        if helpers:
+            out.append(Chunk("// ---- helpers for CUDA constructs Metal has no single call for ----\n" + helpers,
+                             name="helpers"))
+        return out + chunks, self.kernels
+
+    def collect_typedefs(self) -> dict[str, str]:
+        out = {}
+        for n in walk(self.src.pp.root):
+            if n.type == "type_definition":
+                t = n.child_by_field_name("type")
+                d = n.child_by_field_name("declarator")
+                name = declarator_name(d) if d is not None else None
+                if t is not None and name is not None and d.type == "type_identifier":
+                    out[self.src.node_text(name)] = self.src.node_text(t)
+            elif n.type == "alias_declaration":
+                name = n.child_by_field_name("name")
+                t = n.child_by_field_name("type")
+                if name is not None and t is not None:
+                    out[self.src.node_text(name)] = self.src.node_text(t)
+        return out
+
+    # ---------------------------------------------------------- kernels --
+    def instantiations(self, f: Function) -> list[Instantiation]:
+        end = f.body.end_byte if f.body is not None else f.node.end_byte
+        return [i for i in self.src.unit.instantiations if i.kernel.end == end]
+
+    def emit_kernel(self, f: Function):
+        insts = self.instantiations(f) if f.template is not None else []
+        r = KernelRenderer(self.tr, f, self)
+        text = r.render()
+        ports = []
+        spellings = []
+        if f.template is None:
+            spellings.append(("::".join([*(s for s in f.scope if s), f.name]), None))
+        else:
+            for inst in insts:
+                spellings.append((inst.spelling, inst.template_args))
+            if not insts:
+                d = self.tr.diagnose("MK1022", f.node, f"kernel template '{f.name}' has no instantiation this "
+                                                        "file names (launch it with explicit template arguments)",
+                                     f.name)
+                r.errors.append(d)
+                spellings.append((f"{f.name}<>", None))
+        lines = []
+        for spelling, targs in spellings:
+            name = self.unique_name(metal_name(spelling) if targs is not None else f.name)
+            port = r.port(spelling, name, targs)
+            ports.append(port)
+            if targs is not None:
+                lines.append(r.instantiation_line(name, targs))
+        self.kernel_text[f.node.start_byte] = (text, ports, lines, r)
+        self.kernels.extend(ports)
+
+    def unique_name(self, name: str) -> str:
+        base, k = name, 2
+        while name in self.names:
+            name = f"{base}_{k}"
+            k += 1
+        self.names.add(name)
+        return name
+
+    # ---------------------------------------------------------- helpers --
+    def default_sig(self, f: Function) -> tuple:
+        return tuple("device" if p.pointer else ("thread" if p.reference else None) for p in f.params)
+
+    def render_requested_helpers(self):
+        done = set()
+        while True:
+            todo = [(start, sig) for start, sigs in self.tr.requests.items() for sig in sigs
+                    if (start, sig) not in done]
+            if not todo:
+                return
+            for start, sig in todo:
+                done.add((start, sig))
+                f = next((g for g in self.facts.functions if g.node.start_byte == start), None)
+                if f is not None:
+                    self.render_instance(f, sig)
+
+    def render_instance(self, f: Function, sig: tuple):
+        per = self.instances.setdefault(f.node.start_byte, {})
+        if sig in per:
+            return
+        r = HelperRenderer(self.tr, f, sig, self)
+        text = r.render()
+        per[sig] = (text, r.errors)
+        self.errors_by_function.setdefault(f.name, []).extend(d for d in r.errors
+                                                              if d not in self.errors_by_function.get(f.name, []))
+
+    def reachable(self, f: Function) -> set[str]:
+        seen, todo = set(), [f]
+        while todo:
+            g = todo.pop()
+            for c in g.calls:
+                for h in self.facts.helpers(c.callee):
+                    if h.name not in seen:
+                        seen.add(h.name)
+                        todo.append(h)
+        return seen
+
+    def attribute_errors(self):
+        for start, (text, ports, lines, r) in self.kernel_text.items():
+            f = r.fn
+            errs = list(r.errors)
+            for name in sorted(self.reachable(f)):
+                for d in self.errors_by_function.get(name, []):
+                    if d not in errs:
+                        errs.append(d)
+            for p in ports:
+                p.diagnostics = errs
+                p.translated = not errs
+
+    def kernels_reaching(self, name: str) -> frozenset:
+        out = set()
+        for start, (text, ports, lines, r) in self.kernel_text.items():
+            if name in self.reachable(r.fn):
+                out.update(p.spelling for p in ports)
+        return frozenset(out)
+
+    # ------------------------------------------------------------ items --
+    def items(self, node, scope=()) -> list[Chunk]:
+        out: list[Chunk] = []
+        comments: list[str] = []
+        for child in node.children:
+            if child.type == "comment":
+                if self.src.is_user(child.start_byte):
+                    comments.append(self.src.node_text(child))
+                continue
+            if not self.src.is_user(child.start_byte):
+                comments = []
+                continue
+            got = self.item(child, scope)
+            if got:
+                if comments:
+                    got[0] = Chunk("\n".join(comments) + "\n" + got[0].text, got[0].kernels, got[0].name,
+                                   got[0].function)
+                out.extend(got)
+            comments = []
+        return out
+
+    def in_drops(self, node) -> bool:
+        return any(s <= node.start_byte and node.end_byte <= e for s, e in self.src.unit.drops)
+
+    def item(self, node, scope) -> list[Chunk]:
+        t = node.type
+        if self.in_drops(node):
+            return []
+        if t == "namespace_definition":
+            body = node.child_by_field_name("body")
+            name = node.child_by_field_name("name")
+            inner = self.items(body, scope) if body is not None else []
+            if not inner:
+                return []
+            label = self.src.node_text(name) if name is not None else ""
+            return [Chunk(f"namespace {label} {{")] + inner + [Chunk(f"}}  // namespace {label}")]
+        if t == "linkage_specification":
+            body = node.child_by_field_name("body")
+            if body is None:
+                return []
+            return self.items(body, scope) if body.type == "declaration_list" else self.item(body, scope)
+        if t == "function_definition":
+            return self.function_chunks(node, None)
+        if t == "template_declaration":
+            inner = next((c for c in node.children if c.type in ("function_definition", "declaration",
+                                                                  "class_specifier", "struct_specifier",
+                                                                  "alias_declaration", "template_declaration")),
+                         None)
+            if inner is not None and inner.type == "function_definition":
+                return self.function_chunks(inner, node)
+            if inner is not None and inner.type == "declaration" and \
+                    any(_is_function_declarator(d) for d in inner.children_by_field_name("declarator")):
+                return []  # a prototype
+            return [Chunk(self.file_renderer().rw(node))]
+        if t == "declaration":
+            return self.declaration_chunks(node)
+        if t in ("type_definition", "alias_declaration"):
+            name = declarator_name(node.child_by_field_name("declarator")) if t == "type_definition" else \
+                node.child_by_field_name("name")
+            if name is not None and self.src.node_text(name) in self.facts.fnptr_aliases:
+                return []
+            return [Chunk(self.file_renderer().rw(node))]
+        if t in ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier",
+                 "static_assert_declaration", "using_declaration", "namespace_alias_definition",
+                 "alias_declaration"):
+            return [Chunk(self.file_renderer().rw(node))]
+        if t in (";",):
+            return []
+        return []
+
+    def file_renderer(self) -> "FileRenderer":
+        return FileRenderer(self.tr, self)
+
+    def declaration_chunks(self, node) -> list[Chunk]:
+        kw = keywords(node)
+        declarators = node.children_by_field_name("declarator")
+        if any(_is_function_declarator(d) for d in declarators):
+            return []  # prototypes: the definitions follow
+        if "__shared__" in kw:
+            return []  # declared in the kernels that use them
+        if kw & {"__constant__", "__device__", "__managed__"}:
+            out = []
+            for d in declarators:
+                name = declarator_name(d)
+                g = self.facts.globals.get(self.src.node_text(name)) if name is not None else None
+                if g is None:
+                    continue
+                if g.buffer:
+                    self.tr.diagnose("MK1023", node, f"'{g.name}' is a buffer parameter of the kernels that use it")
+                    continue
+                r = self.file_renderer()
+                type_text = r.render_type_text(g.type_text)
+                init = g.init if g.init is not None else "{}"
+                out.append(Chunk(f"constant {type_text} {g.name}{''.join(g.dims)} = {init};"))
+            return out
+        return [Chunk(self.file_renderer().rw(node))]
+
+    def function_chunks(self, fn_node, template) -> list[Chunk]:
+        f = next((g for g in self.facts.functions if g.node.start_byte == fn_node.start_byte), None)
+        if f is None:
+            return []  # host code
+        if f.kernel:
+            text, ports, lines, r = self.kernel_text[fn_node.start_byte]
+            if template is not None:
+                text = self.with_template(template, fn_node, text)
+            text = "\n".join([text] + lines)
+            spellings = frozenset(p.spelling for p in ports)
+            disabled = not all(p.translated for p in ports)
+            return [Chunk(self.disable(text, ports[0].diagnostics) if disabled else text, spellings, f.name,
+                          function=True)]
+        out = []
+        per = self.instances.get(fn_node.start_byte, {})
+        reaching = self.kernels_reaching(f.name)
+        for sig, (text, errors) in per.items():
+            if template is not None:
+                text = self.with_template(template, fn_node, text)
+            if f.name in self.facts.functor_args and sig == next(iter(per)):
+                text += "\n" + self.functor(f)
+            broken = bool(errors) or (reaching and not any(k.translated for k in self.kernels
+                                                           if k.spelling in reaching))
+            out.append(Chunk(self.disable(text, errors) if broken and errors else text, reaching, f.name,
+                             function=True))
+        return out
+
+    def with_template(self, template, fn_node, text: str) -> str:
+        r = self.file_renderer()
+        r.overrides[(fn_node.start_byte, fn_node.type)] = text
+        return r.rw(template)
+
+    def functor(self, f: Function) -> str:
+        """A device function used as a template argument: Metal has no
+        function pointers, so the template gets a functor type instead."""
+        r = self.file_renderer()
+        ret = f.node.child_by_field_name("type")
+        params = ", ".join(r.rw(p.node) for p in f.params)
+        args = ", ".join(p.name for p in f.params)
+        return (f"struct {f.name}_fn {{ {r.rw(ret) if ret is not None else 'void'} operator()({params}) const "
+                f"{{ return {f.name}({args}); }} }};")
+
+    @staticmethod
+    def disable(text: str, errors: list[Diagnostic]) -> str:
+        why = "; ".join(sorted({f"{d.code} line {d.line}" for d in errors}))
+        return f"#if 0  // not translated ({why}): see the diagnostics above the code\n{text}\n#endif"
+
+
+class FileRenderer(Renderer):
+    """File-scope code: types, constants, templates; function definitions
+    inside them are replaced by their rendered instances."""
+
+    def __init__(self, tr: Translation, em: Emitter):
+        super().__init__(tr, None)
+        self.em = em
+        self.overrides: dict = {}
+
+    def rw(self, node) -> str:
+        if node is not None and (node.start_byte, node.type) in self.overrides:
+            return self.overrides[(node.start_byte, node.type)]
+        return super().rw(node)
+
+    def h_function_definition(self, node):
+        per = self.em.instances.get(node.start_byte)
+        if per:
+            return "\n".join(text for text, _ in per.values())
+        return None
+
+    def h_field_declaration(self, node):
+        # Struct fields are memory: 3-component vectors get CUDA's 12-byte layout.
+        self.memory_type += 1
+        try:
+            return self.splice(node)
+        finally:
+            self.memory_type -= 1
+
+
+class FunctionRenderer(Renderer):
+    """What kernels and helpers share: extra parameters and declarations."""
+
+    def __init__(self, tr: Translation, fn: Function, sig: tuple, em: Emitter, kernel_spaces=None):
+        super().__init__(tr, fn, sig, kernel_spaces)
+        self.em = em
+        self.needs: Needs = self.facts.needs[fn.name]
+
+    def shared_type(self, key: tuple, v: SharedVar) -> tuple[str, str]:
+        """(element type, dims) of a callee's threadgroup variable at this call's template arguments."""
+        owner, _, targs = key
+        text, dims = v.type_text, "".join(v.dims)
+        if owner is not None and targs:
+            params = next((f.template_params for f in self.facts.by_name.get(owner, []) if f.template_params), [])
+            mapping = dict(zip(params, split_template_args(targs)))
+            text, dims = substitute(text, mapping), substitute(dims, mapping)
+        return self.render_type_text(text), dims
+
+    def global_param(self, name: str) -> str:
+        g = self.facts.globals[name]
+        space = "constant" if g.kind == "constant" else "device"
+        t = self.render_type_text(g.type_text)
+        return f"{space} {t}* {name}" if g.dims else f"{space} {t}& {name}"
+
+
+class HelperRenderer(FunctionRenderer):
+    def render(self) -> str:
+        fn = self.fn
+        decl = fn.node.child_by_field_name("declarator")
+        while decl is not None and decl.type != "function_declarator":
+            decl = decl.child_by_field_name("declarator")
+        plist = decl.child_by_field_name("parameters") if decl is not None else None
+        if plist is not None:
+            self.overrides_plist = plist
+        extra = []
+        for v in fn.shared:
+            if v.extern:
+                continue
+            t = "atomic_int" if v.name == SYNC_COUNTER else self.render_type_text(v.type_text)
+            extra.append(f"threadgroup {t} (&{v.name}){''.join(v.dims)}" if v.dims else f"threadgroup {t}& {v.name}")
+        for key, v in self.needs.shared.items():
+            t, dims = self.shared_type(key, v)
+            extra.append(f"threadgroup {t} (&{mangle(key)}){dims}" if dims else f"threadgroup {t}& {mangle(key)}")
+        for b in self.needs.builtins:
+            extra.append(f"{T.BUILTIN_PARAMS[b][0]} {b}")
+        if self.needs.dynamic:
+            extra.append("threadgroup uchar* mk_smem")
+        extra += [self.global_param(g) for g in self.needs.globals]
+        self.extra = extra
+        text = self.rw(fn.node)
+        comments = "".join(d.comment() + "\n" for d in self.pending.pop(-1, []))
+        return comments + text
+
+    def rw(self, node) -> str:
+        if node is not None and getattr(self, "overrides_plist", None) is not None and \
+                node.start_byte == self.overrides_plist.start_byte and node.type == "parameter_list":
+            params = [self.param_text(i, p) for i, p in enumerate(self.fn.params)]
+            return "(" + ", ".join(self.extra + params) + ")"
+        if node is not None and self.fn.body is not None and node.start_byte == self.fn.body.start_byte and \
+                node.type == "compound_statement":
+            body = super().rw(node)
+            prologue = self.prologue()
+            return body[0] + prologue + body[1:] if prologue else body
+        return super().rw(node)
+
+    def param_text(self, i: int, p) -> str:
+        space = self.sig[i] if i < len(self.sig) else None
+        if (p.pointer or p.reference) and space in ("device", "threadgroup", "constant"):
+            self.changed(p.node)
+            self.memory_type += 1
+            try:
+                return f"{space} {self.rw(p.node)}"
+            finally:
+                self.memory_type -= 1
+        return self.rw(p.node)
+
+    def prologue(self) -> str:
+        out = []
+        for name in sorted(self.fn.file_shared_used):
+            v = self.facts.file_shared[name]
+            if v.extern:
+                elem = self.render_type_text(v.type_text) + "".join(v.dims[1:])
+                out.append(f" threadgroup {elem}* {name} = (threadgroup {elem}*)mk_smem;")
+        for v in self.fn.shared:
+            if v.extern:
+                elem = self.render_type_text(v.type_text) + "".join(v.dims[1:])
+                out.append(f" threadgroup {elem}* {v.name} = (threadgroup {elem}*)mk_smem;")
+        return "".join(out)
+
+    def shared_declaration(self, node):
+        self.count_ref(T.KEYWORDS["__shared__"], "__shared__")
+        self.changed(node)
+        return ""  # parameters of this helper, or casts of mk_smem in its prologue
+
+
+class KernelRenderer(FunctionRenderer):
+    def __init__(self, tr: Translation, fn: Function, em: Emitter):
+        spaces = {p.name: "device" for p in fn.params if p.pointer}
+        super().__init__(tr, fn, (), em, spaces)
+        self.modified = {p.name for p in fn.params if not p.pointer and kernel_param_is_modified(self.src, fn, p)}
+        self.read, self.written = buffer_use(self.src, fn.body, self.env)
+        self.param_list: list[str] = []
+        self.max_threads = 1024
+
+    def render(self) -> str:
+        fn = self.fn
+        params = []
+        for i, p in enumerate(fn.params):
+            name = p.name or f"mk_unused{i}"
+            type_node = p.node.child_by_field_name("type")
+            if p.pointer:
+                if p.depth > 1:
+                    self.diag("MK1032", p.node, f"parameter '{name}' is a pointer to pointers")
+                self.memory_type += 1
+                elem = self.rw(type_node)
+                self.memory_type -= 1
+                const = "const " if p.const_pointee else ""
+                params.append(f"{self.kernel_spaces[p.name]} {const}{elem}* {name} [[buffer({i})]]")
+            else:
+                t = self.rw(type_node)
+                pname = f"mk_arg_{name}" if name in self.modified else name
+                params.append(f"constant {t}& {pname} [[buffer({i})]]")
+        n = len(fn.params)
+        for k, g in enumerate(self.needs.globals):
+            params.append(f"{self.global_param(g)} [[buffer({n + k})]]")
+        if n + len(self.needs.globals) > T.MAX_BUFFERS:
+            self.diag("MK1008", fn.node, f"kernel '{fn.name}' binds {n + len(self.needs.globals)} buffers "
+                                         f"(Metal: at most {T.MAX_BUFFERS})")
+        for b in self.needs.builtins:
+            t, attr = T.BUILTIN_PARAMS[b]
+            params.append(f"{t} {b} [[{attr}]]")
+        primary = self.primary_extern()
+        if primary is not None:
+            v = next((x for x in fn.shared if x.name == primary), None) or self.facts.file_shared[primary]
+            elem = self.render_type_text(v.type_text) + "".join(v.dims[1:])
+            params.append(f"threadgroup {elem}* {primary} [[threadgroup(0)]]")
+        elif self.needs.dynamic:
+            params.append("threadgroup uchar* mk_smem [[threadgroup(0)]]")
+        self.param_list = params
+        self.count_ref(T.KEYWORDS["__global__"], "__global__")
+        attr = self.launch_bounds()
+        body = self.rw(fn.body)
+        body = body[0] + self.prologue() + body[1:]
+        head = f"{attr}kernel void {fn.name}(" + ",\n    ".join(params) + ")"
+        self.changed(fn.node)
+        comments = "".join(d.comment() + "\n" for d in self.pending.pop(-1, []))
+        return comments + head + " " + body
+
+    def launch_bounds(self) -> str:
+        for c in self.fn.node.children:
+            if c.type == "launch_bounds":
+                nums = c.named_children
+                self.count_ref(T.KEYWORDS["__launch_bounds__"], "__launch_bounds__")
+                if nums:
+                    text = self.text(nums[0]).strip()
+                    try:
+                        self.max_threads = int(text.rstrip("uUlL"), 0)
+                        return f"[[max_total_threads_per_threadgroup({self.max_threads})]] "
+                    except ValueError:
+                        return ""
+        return ""
+
+    def prologue(self) -> str:
+        fn = self.fn
+        out = []
+        for p in fn.params:
+            if p.name in self.modified:
+                t = self.rw(p.node.child_by_field_name("type"))
+                out.append(f"\n  {t} {p.name} = mk_arg_{p.name};")
+        for v in fn.shared:
+            if v.extern:
+                continue
+            t = "atomic_int" if v.name == SYNC_COUNTER else self.render_type_text(v.type_text)
+            out.append(f"\n  threadgroup {t} {v.name}{''.join(v.dims)};")
+        for key, v in self.needs.shared.items():
+            t, dims = self.shared_type(key, v)
+            out.append(f"\n  threadgroup {t} {mangle(key)}{dims};")
+        primary = self.primary_extern()
+        for name in sorted(fn.file_shared_used):
+            v = self.facts.file_shared[name]
+            if v.extern and name != primary:
+                elem = self.render_type_text(v.type_text) + "".join(v.dims[1:])
+                out.append(f"\n  threadgroup {elem}* {name} = (threadgroup {elem}*){self.dynamic_name()};")
+        return "".join(out)
+
+    def shared_declaration(self, node):
+        return super().shared_declaration(node)  # static: in the prologue; extern: cast from the parameter
+
+    # ------------------------------------------------------------ ports --
+    def port(self, spelling: str, name: str, targs: str | None) -> KernelPort:
+        fn = self.fn
+        mapping = dict(zip(fn.template_params, split_template_args(targs))) if targs else {}
+        params = []
+        for p in fn.params:
+            type_node = p.node.child_by_field_name("type")
+            text = substitute(self.text(type_node) if type_node is not None else "", mapping)
+            ct = canonical_type(text, self.em.typedefs)
+            if p.pointer:
+                usage = "inout"
+                if p.name in self.written and p.name not in self.read:
+                    usage = "out"
+                elif p.name not in self.written:
+                    usage = "in"
+                params.append(ParamSpec(p.name, "buffer", ct, SCALAR_DTYPES.get(ct), p.const_pointee, usage,
+                                        ELEMENT_BYTES.get(ct)))
+            else:
+                dtype = SCALAR_DTYPES.get(ct)
+                params.append(ParamSpec(p.name, "scalar" if dtype else "struct", ct, dtype, True, "in"))
+        globals_ = []
+        for g in self.needs.globals:
+            gl = self.facts.globals[g]
+            globals_.append(GlobalSpec(g, "constant" if gl.kind == "constant" else "device",
+                                       canonical_type(gl.type_text, self.em.typedefs), None))
+        file, line, _ = self.src.where(fn.node)
+        return KernelPort(spelling, name, file, line, params, globals_,
+                          self.primary_extern() is not None or self.needs.dynamic, self.max_threads)
+
+    def instantiation_line(self, name: str, targs: str) -> str:
+        args = [self.render_type_text(a) for a in split_template_args(targs)]
+        mapping = dict(zip(self.fn.template_params, args))
+        params = ", ".join(substitute(p, mapping) for p in self.param_list)
+        return f'template [[host_name("{name}")]] [[kernel]] void {self.fn.name}<{", ".join(args)}>({params});'
