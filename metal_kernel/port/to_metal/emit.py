@@ -69,8 +69,9 @@ class Emitter:
         for f in self.facts.functions:
             if not f.kernel and f.node.start_byte not in self.instances:
                 self.render_instance(f, self.default_sig(f))
-        self.attribute_errors()
+        self.broken_names: dict[str, list[Diagnostic]] = {}
         chunks = self.items(self.src.pp.root)
+        self.attribute_errors()
         head = HEADER.format(file=self.src.filename.split("/")[-1])
         helpers = helper_text(self.tr.helpers)
         out = [Chunk(head, name="header")]
@@ -119,11 +120,18 @@ class Emitter:
                 spellings.append((f"{f.name}<>", None))
         lines = []
         for spelling, targs in spellings:
-            name = self.unique_name(metal_name(spelling) if targs is not None else f.name)
+            name = self.unique_name(metal_name(spelling) if targs is not None else r.metal_function_name)
             port = r.port(spelling, name, targs)
             ports.append(port)
             if targs is not None:
                 lines.append(r.instantiation_line(name, targs))
+                for a in split_template_args(targs):
+                    if re.search(r"\bdouble\b", a):
+                        port.diagnostics.append(self.tr.diagnose(
+                            "MK1001", f.node, f"instantiation '{spelling}': 'double' (Apple GPUs have no 64-bit "
+                                              "floating point)", spelling))
+            else:
+                lines.append(None)
         self.kernel_text[f.node.start_byte] = (text, ports, lines, r)
         self.kernels.extend(ports)
 
@@ -173,17 +181,30 @@ class Emitter:
                         todo.append(h)
         return seen
 
+    def names_used(self, f: Function) -> set[str]:
+        return {self.src.node_text(n) for n in walk(f.node) if n.type in ("identifier", "type_identifier")}
+
     def attribute_errors(self):
+        """A kernel is not translated when it, a helper it calls, or a type or
+        constant it names has an error."""
         for start, (text, ports, lines, r) in self.kernel_text.items():
             f = r.fn
             errs = list(r.errors)
-            for name in sorted(self.reachable(f)):
+            reach = sorted(self.reachable(f))
+            for name in reach:
                 for d in self.errors_by_function.get(name, []):
                     if d not in errs:
                         errs.append(d)
+            if self.broken_names:
+                used = self.names_used(f)
+                for name in reach:
+                    for g in self.facts.by_name.get(name, []):
+                        used |= self.names_used(g)
+                for name in sorted(used & set(self.broken_names)):
+                    errs += [d for d in self.broken_names[name] if d not in errs]
             for p in ports:
-                p.diagnostics = errs
-                p.translated = not errs
+                p.diagnostics = errs + [d for d in p.diagnostics if d not in errs]
+                p.translated = not p.diagnostics
 
     def kernels_reaching(self, name: str) -> frozenset:
         out = set()
@@ -245,7 +266,7 @@ class Emitter:
             if inner is not None and inner.type == "declaration" and \
                     any(_is_function_declarator(d) for d in inner.children_by_field_name("declarator")):
                 return []  # a prototype
-            return [Chunk(self.file_renderer().rw(node))]
+            return self.file_chunk(node)
         if t == "declaration":
             return self.declaration_chunks(node)
         if t in ("type_definition", "alias_declaration"):
@@ -253,17 +274,31 @@ class Emitter:
                 node.child_by_field_name("name")
             if name is not None and self.src.node_text(name) in self.facts.fnptr_aliases:
                 return []
-            return [Chunk(self.file_renderer().rw(node))]
+            return self.file_chunk(node)
         if t in ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier",
                  "static_assert_declaration", "using_declaration", "namespace_alias_definition",
                  "alias_declaration"):
-            return [Chunk(self.file_renderer().rw(node))]
+            return self.file_chunk(node)
         if t in (";",):
             return []
         return []
 
     def file_renderer(self) -> "FileRenderer":
         return FileRenderer(self.tr, self)
+
+    def file_chunk(self, node) -> list[Chunk]:
+        """A type, constant or template at file scope; with an error it is left
+        out, and so is every kernel that names what it declares."""
+        r = self.file_renderer()
+        text = r.rw(node)
+        if not r.errors:
+            return [Chunk(text)]
+        for n in walk(node):
+            if n.type in ("type_identifier", "identifier") and n.parent is not None and \
+                    n.parent.type in ("struct_specifier", "class_specifier", "union_specifier", "type_definition",
+                                      "alias_declaration", "init_declarator", "enum_specifier", "declaration"):
+                self.broken_names.setdefault(self.src.node_text(n), []).extend(r.errors)
+        return [Chunk(self.disable(text, r.errors))]
 
     def declaration_chunks(self, node) -> list[Chunk]:
         kw = keywords(node)
@@ -287,7 +322,7 @@ class Emitter:
                 init = g.init if g.init is not None else "{}"
                 out.append(Chunk(f"constant {type_text} {g.name}{''.join(g.dims)} = {init};"))
             return out
-        return [Chunk(self.file_renderer().rw(node))]
+        return self.file_chunk(node)
 
     def function_chunks(self, fn_node, template) -> list[Chunk]:
         f = next((g for g in self.facts.functions if g.node.start_byte == fn_node.start_byte), None)
@@ -297,11 +332,12 @@ class Emitter:
             text, ports, lines, r = self.kernel_text[fn_node.start_byte]
             if template is not None:
                 text = self.with_template(template, fn_node, text)
-            text = "\n".join([text] + lines)
             spellings = frozenset(p.spelling for p in ports)
-            disabled = not all(p.translated for p in ports)
-            return [Chunk(self.disable(text, ports[0].diagnostics) if disabled else text, spellings, f.name,
-                          function=True)]
+            out = [Chunk(text, spellings, f.name, function=True)]
+            for port, line in zip(ports, lines):
+                if line is not None:  # one chunk per instantiation: each can be left out alone
+                    out.append(Chunk(line, frozenset([port.spelling]), port.spelling, function=True))
+            return out
         out = []
         per = self.instances.get(fn_node.start_byte, {})
         reaching = self.kernels_reaching(f.name)
@@ -400,6 +436,9 @@ class HelperRenderer(FunctionRenderer):
         plist = decl.child_by_field_name("parameters") if decl is not None else None
         if plist is not None:
             self.overrides_plist = plist
+        name_node = decl.child_by_field_name("declarator") if decl is not None else None
+        self.name_node = name_node if name_node is not None and name_node.type == "identifier" else None
+        self.instance_name = self.tr.requests.get(fn.node.start_byte, {}).get(self.sig, fn.name)
         extra = []
         for v in fn.shared:
             if v.extern:
@@ -420,6 +459,8 @@ class HelperRenderer(FunctionRenderer):
         return comments + text
 
     def rw(self, node) -> str:
+        if node is not None and node == getattr(self, "name_node", None):
+            return self.instance_name
         if node is not None and getattr(self, "overrides_plist", None) is not None and \
                 node.start_byte == self.overrides_plist.start_byte and node.type == "parameter_list":
             params = [self.param_text(i, p) for i, p in enumerate(self.fn.params)]
@@ -469,6 +510,8 @@ class KernelRenderer(FunctionRenderer):
         self.read, self.written = buffer_use(self.src, fn.body, self.env)
         self.param_list: list[str] = []
         self.max_threads = 1024
+        # A kernel named like a Metal builtin (`atomic_int`) would not compile.
+        self.metal_function_name = fn.name + "_kernel" if fn.name in T.METAL_RESERVED else fn.name
 
     def render(self) -> str:
         fn = self.fn
@@ -509,7 +552,7 @@ class KernelRenderer(FunctionRenderer):
         attr = self.launch_bounds()
         body = self.rw(fn.body)
         body = body[0] + self.prologue() + body[1:]
-        head = f"{attr}kernel void {fn.name}(" + ",\n    ".join(params) + ")"
+        head = f"{attr}kernel void {self.metal_function_name}(" + ",\n    ".join(params) + ")"
         self.changed(fn.node)
         comments = "".join(d.comment() + "\n" for d in self.pending.pop(-1, []))
         return comments + head + " " + body
@@ -587,4 +630,5 @@ class KernelRenderer(FunctionRenderer):
         args = [self.render_type_text(a) for a in split_template_args(targs)]
         mapping = dict(zip(self.fn.template_params, args))
         params = ", ".join(substitute(p, mapping) for p in self.param_list)
-        return f'template [[host_name("{name}")]] [[kernel]] void {self.fn.name}<{", ".join(args)}>({params});'
+        return (f'template [[host_name("{name}")]] [[kernel]] void {self.metal_function_name}<{", ".join(args)}>'
+                f"({params});")

@@ -135,10 +135,7 @@ def _type_text(src: CudaSource, decl, skip=("__shared__", "__device__", "__const
     for c in decl.children:
         if c in declarators or c.type in (";", "=", ","):
             break
-        if c.type in ("storage_class_specifier", "type_qualifier") and src.node_text(c).strip() in skip:
-            continue
-        if c.type in ("attribute_specifier", "attribute_declaration", "storage_class_specifier") and \
-                src.node_text(c).strip() in skip:
+        if src.node_text(c).strip() in skip:
             continue
         parts.append(src.node_text(c))
     return " ".join(p for p in parts if p.strip())

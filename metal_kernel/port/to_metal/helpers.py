@@ -4,49 +4,50 @@ only when a translated construct needs it (table.py's `helpers`).
 They are written in Metal Shading Language for CUDA constructs with no
 one-call Metal equivalent: cooperative groups over simd_* / quad_*
 functions, shuffles narrower than a simdgroup, strong compare-and-swap,
-the math functions Metal lacks. Functions taking pointers come in one
-overload per address space they can be called with.
+the math functions Metal lacks. Metal pointers carry an address space, so
+helpers that take pointers are templates over the pointer type, and the
+call site casts to the type it needs in the right space.
 """
 
 from __future__ import annotations
 
-SPACES = ("device", "threadgroup")
-
-
-def _per_space(template: str, spaces=SPACES) -> str:
-    return "\n".join(template.replace("$S", s) for s in spaces)
-
-
 _SHFL = """\
-// CUDA shuffles with width < 32: lanes form segments of `width`; a source
-// outside the lane's segment leaves the lane's own value.
+// CUDA shuffles with width < 32, as PTX's shfl.sync defines them: lanes form
+// segments of `width`; the offset is taken mod 32; a source past the end of
+// the lane's segment (before its start, for up) leaves the lane's own value.
 template <typename T> inline T mk_shfl(T v, int src, int width, uint lane) {
-  const uint base = lane & ~uint(width - 1);
-  return simd_shuffle(v, ushort(base + (uint(src) & uint(width - 1))));
+  const uint lo = lane & ~uint(width - 1);
+  return simd_shuffle(v, ushort(lo | (uint(src) & uint(width - 1))));
 }
 template <typename T> inline T mk_shfl_up(T v, uint delta, int width, uint lane) {
-  const T r = simd_shuffle_up(v, ushort(delta));
-  return (lane & uint(width - 1)) >= delta ? r : v;
+  const uint lo = lane & ~uint(width - 1), d = delta & 31u;
+  const T r = simd_shuffle_up(v, ushort(d));
+  return int(lane) - int(d) >= int(lo) ? r : v;
 }
 template <typename T> inline T mk_shfl_down(T v, uint delta, int width, uint lane) {
-  const T r = simd_shuffle_down(v, ushort(delta));
-  return (lane & uint(width - 1)) + delta < uint(width) ? r : v;
+  const uint hi = (lane & ~uint(width - 1)) | uint(width - 1), d = delta & 31u;
+  const T r = simd_shuffle_down(v, ushort(d));
+  return lane + d <= hi ? r : v;
 }
 template <typename T> inline T mk_shfl_xor(T v, int mask, int width, uint lane) {
-  const T r = simd_shuffle_xor(v, ushort(mask));
-  return ((lane & uint(width - 1)) ^ uint(mask)) < uint(width) ? r : v;
+  const uint hi = (lane & ~uint(width - 1)) | uint(width - 1), m = uint(mask) & 31u;
+  const T r = simd_shuffle_xor(v, ushort(m));
+  return (lane ^ m) <= hi ? r : v;
 }
 """
 
 _MATCH = """\
 // __match_any_sync / __match_all_sync: every lane compares its value with
 // every other lane's (all 32 lanes must be active).
+// Values are compared bit for bit, as CUDA does (-0.0 and 0.0 differ).
 template <typename T> inline uint mk_match_any(T v, uint lane) {
   uint bits = 0;
   for (ushort i = 0; i < 32; ++i)
     if (simd_shuffle(v, i) == v) bits |= 1u << i;
   return bits;
 }
+inline uint mk_match_any(float v, uint lane) { return mk_match_any(as_type<uint>(v), lane); }
+inline uint mk_match_any(half v, uint lane) { return mk_match_any(as_type<ushort>(v), lane); }
 template <typename T, typename P> inline uint mk_match_all(T v, thread P* pred, uint lane) {
   const uint bits = mk_match_any(v, lane);
   const bool all = simd_all(bits == 0xffffffffu);
@@ -55,90 +56,90 @@ template <typename T, typename P> inline uint mk_match_all(T v, thread P* pred, 
 }
 """
 
-_ATOMIC_CAS = _per_space("""\
+# The call site casts the address to a Metal atomic pointer in its address
+# space (Metal pointers carry one), so these take any atomic pointer type.
+_ATOMIC_CAS = """\
 // atomicCAS: a strong compare-and-swap from Metal's weak one (retried while
 // it fails spuriously); returns the old value.
-template <typename T> inline T mk_atomic_cas($S T* p, T compare, T value) {
-  static_assert(sizeof(T) == 4, "Metal has 32-bit atomics only");
+template <typename A, typename T> inline T mk_atomic_cas(A p, T compare, T value) {
   T expected = compare;
-  while (!atomic_compare_exchange_weak_explicit(($S atomic<T>*)p, &expected, value, memory_order_relaxed,
+  while (!atomic_compare_exchange_weak_explicit(p, &expected, value, memory_order_relaxed,
                                                 memory_order_relaxed) && expected == compare) {
   }
   return expected;
 }
-// 16-bit compare-and-swap on the 32-bit word that holds it.
-inline ushort mk_atomic_cas($S ushort* p, ushort compare, ushort value) {
-  $S atomic_uint* word = ($S atomic_uint*)(($S uchar*)p - (ulong(p) & 2));
-  const uint shift = uint(ulong(p) & 2) * 8u;
+// 16-bit compare-and-swap on the 32-bit word that holds it (`shift`: 0 or 16).
+template <typename A, typename T> inline T mk_atomic_cas16(A word, uint shift, T compare, T value) {
   uint old = atomic_load_explicit(word, memory_order_relaxed);
   while (true) {
-    const ushort cur = ushort(old >> shift);
+    const T cur = as_type<T>(ushort(old >> shift));
     if (cur != compare) return cur;
-    const uint next = (old & ~(0xffffu << shift)) | (uint(value) << shift);
+    const uint next = (old & ~(0xffffu << shift)) | (uint(as_type<ushort>(value)) << shift);
     if (atomic_compare_exchange_weak_explicit(word, &old, next, memory_order_relaxed, memory_order_relaxed))
       return cur;
   }
 }
-inline short mk_atomic_cas($S short* p, short compare, short value) {
-  return short(mk_atomic_cas(($S ushort*)p, ushort(compare), ushort(value)));
-}
-""")
+"""
 
-_ATOMIC_INC_DEC = _per_space("""\
+_ATOMIC_INC_DEC = """\
 // atomicInc / atomicDec: wrapping at `limit`, by compare-and-swap.
-inline uint mk_atomic_inc($S uint* p, uint limit) {
-  uint old = atomic_load_explicit(($S atomic_uint*)p, memory_order_relaxed);
-  while (!atomic_compare_exchange_weak_explicit(($S atomic_uint*)p, &old, old >= limit ? 0u : old + 1u,
+template <typename A> inline uint mk_atomic_inc(A p, uint limit) {
+  uint old = atomic_load_explicit(p, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(p, &old, old >= limit ? 0u : old + 1u, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+  return old;
+}
+template <typename A> inline uint mk_atomic_dec(A p, uint limit) {
+  uint old = atomic_load_explicit(p, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(p, &old, (old == 0u || old > limit) ? limit : old - 1u,
                                                 memory_order_relaxed, memory_order_relaxed)) {
   }
   return old;
 }
-inline uint mk_atomic_dec($S uint* p, uint limit) {
-  uint old = atomic_load_explicit(($S atomic_uint*)p, memory_order_relaxed);
-  while (!atomic_compare_exchange_weak_explicit(($S atomic_uint*)p, &old,
-                                                (old == 0u || old > limit) ? limit : old - 1u,
-                                                memory_order_relaxed, memory_order_relaxed)) {
-  }
-  return old;
-}
-""")
+"""
 
-def _cas_update(space: str, name: str, t: str, word_bits: int, op: str) -> str:
-    """A read-modify-write Metal has no atomic for, as a compare-and-swap
-    loop on the 32-bit word holding the value (no lambdas in Metal: one
-    function per operation)."""
-    if word_bits == 32:
-        return f"""inline {t} {name}({space} {t}* p, {t} v) {{
-  {space} atomic_uint* word = ({space} atomic_uint*)p;
+_ATOMIC_UPDATE = """\
+// Read-modify-writes Metal has no atomic for (half / bfloat adds, float
+// min / max): compare-and-swap loops on the 32-bit word holding the value.
+// No lambdas in Metal: one function per operation.
+template <typename A, typename T> inline T mk_atomic_add_cas32(A word, T v) {
   uint old = atomic_load_explicit(word, memory_order_relaxed);
-  while (true) {{
-    const {t} cur = as_type<{t}>(old);
-    const {t} next = {op};
-    if (atomic_compare_exchange_weak_explicit(word, &old, as_type<uint>(next), memory_order_relaxed,
+  while (true) {
+    const T cur = as_type<T>(old);
+    if (atomic_compare_exchange_weak_explicit(word, &old, as_type<uint>(T(cur + v)), memory_order_relaxed,
                                               memory_order_relaxed))
       return cur;
-  }}
-}}"""
-    # A 16-bit value: the word that holds it (Metal pointers convert to ulong).
-    return f"""inline {t} {name}({space} {t}* p, {t} v) {{
-  {space} atomic_uint* word = ({space} atomic_uint*)(({space} uchar*)p - (ulong(p) & 2));
-  const uint shift = uint(ulong(p) & 2) * 8u;
+  }
+}
+template <typename A, typename T> inline T mk_atomic_add_cas16(A word, uint shift, T v) {
   uint old = atomic_load_explicit(word, memory_order_relaxed);
-  while (true) {{
-    const {t} cur = as_type<{t}>(ushort(old >> shift));
-    const {t} next = {op};
-    const uint bits = (old & ~(0xffffu << shift)) | (uint(as_type<ushort>(next)) << shift);
+  while (true) {
+    const T cur = as_type<T>(ushort(old >> shift));
+    const uint bits = (old & ~(0xffffu << shift)) | (uint(as_type<ushort>(T(cur + v))) << shift);
     if (atomic_compare_exchange_weak_explicit(word, &old, bits, memory_order_relaxed, memory_order_relaxed))
       return cur;
-  }}
-}}"""
-
-
-_ATOMIC_UPDATE = "// Atomics Metal lacks: compare-and-swap loops on the 32-bit word.\n" + "\n".join(
-    _cas_update(s, name, t, bits, op) for s in SPACES for name, t, bits, op in [
-        ("mk_atomic_add_cas", "half", 16, "cur + v"), ("mk_atomic_add_cas", "bfloat", 16, "cur + v"),
-        ("mk_atomic_add_cas", "half2", 32, "cur + v"), ("mk_atomic_add_cas", "bfloat2", 32, "cur + v"),
-        ("mk_atomic_min_cas", "float", 32, "fmin(cur, v)"), ("mk_atomic_max_cas", "float", 32, "fmax(cur, v)")])
+  }
+}
+template <typename A> inline float mk_atomic_fmin(A word, float v) {
+  uint old = atomic_load_explicit(word, memory_order_relaxed);
+  while (true) {
+    const float cur = as_type<float>(old);
+    if (atomic_compare_exchange_weak_explicit(word, &old, as_type<uint>(fmin(cur, v)), memory_order_relaxed,
+                                              memory_order_relaxed))
+      return cur;
+  }
+}
+template <typename A> inline float mk_atomic_fmax(A word, float v) {
+  uint old = atomic_load_explicit(word, memory_order_relaxed);
+  while (true) {
+    const float cur = as_type<float>(old);
+    if (atomic_compare_exchange_weak_explicit(word, &old, as_type<uint>(fmax(cur, v)), memory_order_relaxed,
+                                              memory_order_relaxed))
+      return cur;
+  }
+}
+"""
 
 _SYNC_VOTE = """\
 // __syncthreads_count / _and / _or: a barrier that also counts a predicate,
@@ -244,12 +245,47 @@ inline float mk_hypot(float x, float y) {
 }
 """
 
-_SINCOS = "\n".join(
-    f"""inline void mk_sincos{suffix}(float x, {s} float* s, {c} float* c) {{
-  *s = {ns}::sin(x);
-  *c = {ns}::cos(x);
-}}""" for suffix, ns in (("", "precise"), ("_fast", "fast")) for s in ("thread", "device", "threadgroup")
-    for c in ("thread", "device", "threadgroup"))
+_SINCOS = """\
+// sincosf(x, &s, &c): the pointers keep their address spaces as template types.
+template <typename P, typename Q> inline void mk_sincos(float x, P s, Q c) {
+  *s = precise::sin(x);
+  *c = precise::cos(x);
+}
+template <typename P, typename Q> inline void mk_sincos_fast(float x, P s, Q c) {
+  *s = fast::sin(x);
+  *c = fast::cos(x);
+}
+"""
+
+_ROUND = """\
+// Directed rounding to half / bfloat (Metal rounds to nearest even): round to
+// nearest, then step one value toward the direction when that went the wrong
+// way. Exact for every float.
+template <typename T> inline T mk_step(T h, bool up) {
+  ushort b = as_type<ushort>(h);
+  if (isnan(float(h))) return h;
+  if ((b & 0x7fffu) == 0u) return as_type<T>(ushort(up ? 0x0001u : 0x8001u));
+  const bool negative = (b & 0x8000u) != 0u;
+  b = (up != negative) ? ushort(b + 1u) : ushort(b - 1u);
+  return as_type<T>(b);
+}
+template <typename T> inline T mk_round_rd(float x) { const T h = T(x); return float(h) > x ? mk_step(h, false) : h; }
+template <typename T> inline T mk_round_ru(float x) { const T h = T(x); return float(h) < x ? mk_step(h, true) : h; }
+template <typename T> inline T mk_round_rz(float x) {
+  const T h = T(x);
+  return fabs(float(h)) > fabs(x) ? mk_step(h, x < 0.0f) : h;
+}
+"""
+
+_CONVERT = """\
+// CUDA's float -> int conversions saturate and map NaN to 0 (PTX cvt).
+inline int mk_f2i(float x) {
+  return isnan(x) ? 0 : x >= 2147483648.0f ? 2147483647 : x <= -2147483648.0f ? int(-2147483647 - 1) : int(x);
+}
+inline uint mk_f2u(float x) {
+  return (isnan(x) || x <= 0.0f) ? 0u : x >= 4294967296.0f ? 4294967295u : uint(x);
+}
+"""
 
 _BITS = """\
 // Integer intrinsics without a Metal builtin.
@@ -278,16 +314,16 @@ inline uint mk_dp4a(uint a, uint b, uint c) {
 }
 """
 
-_SPACE_PAIRS = [(d, s) for d in ("thread", "device", "threadgroup") for s in ("thread", "device", "threadgroup",
-                                                                               "constant")]
-_MEMCPY = "// memcpy / memset: byte loops (Metal has neither).\n" + "\n".join(
-    f"inline void mk_memcpy({d} void* dst, {s} const void* src, size_t n) {{\n"
-    f"  for (size_t i = 0; i < n; ++i) (({d} uchar*)dst)[i] = (({s} const uchar*)src)[i];\n}}"
-    for d, s in _SPACE_PAIRS)
-_MEMSET = "\n".join(
-    f"inline void mk_memset({d} void* dst, int value, size_t n) {{\n"
-    f"  for (size_t i = 0; i < n; ++i) (({d} uchar*)dst)[i] = uchar(value);\n}}"
-    for d in ("thread", "device", "threadgroup"))
+_MEMCPY = """\
+// memcpy / memset: byte loops (Metal has neither); the call site casts the
+// pointers to uchar pointers in their address spaces.
+template <typename D, typename S> inline void mk_memcpy(D dst, S src, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+template <typename D> inline void mk_memset(D dst, int value, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = uchar(value);
+}
+"""
 
 _CG = """\
 // cooperative_groups for Metal: the thread block and its tiles of 1 to 32
@@ -332,25 +368,35 @@ struct thread_block_tile {
   uint meta_group_rank() const { return meta_rank; }
   uint meta_group_size() const { return meta_count; }
   void sync() const { simdgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup); }
+  // Shuffles within the tile's segment of the simdgroup (PTX shfl.sync with width N).
   template <typename T> T shfl(T v, int src) const {
     return simd_shuffle(v, ushort((lane & ~(N - 1u)) | (uint(src) & (N - 1u))));
   }
-  template <typename T> T shfl_up(T v, uint d) const {
+  template <typename T> T shfl_up(T v, uint delta) const {
+    const uint d = delta & 31u;
     const T r = simd_shuffle_up(v, ushort(d));
     return rank >= d ? r : v;
   }
-  template <typename T> T shfl_down(T v, uint d) const {
+  template <typename T> T shfl_down(T v, uint delta) const {
+    const uint d = delta & 31u;
     const T r = simd_shuffle_down(v, ushort(d));
     return rank + d < N ? r : v;
   }
-  template <typename T> T shfl_xor(T v, uint m) const {
+  template <typename T> T shfl_xor(T v, uint mask) const {
+    const uint m = mask & 31u;
     const T r = simd_shuffle_xor(v, ushort(m));
-    return (rank ^ m) < N ? r : v;
+    return (lane ^ m) <= ((lane & ~(N - 1u)) | (N - 1u)) ? r : v;
   }
   // Ballots in tile ranks (bit i = the tile's thread i).
   uint ballot(bool p) const {
     const uint bits = uint(simd_vote::vote_t(simd_ballot(p)));
     return N == 32 ? bits : (bits >> (lane & ~(N - 1u))) & ((1u << N) - 1u);
+  }
+  template <typename T> uint match_any(T v) const {
+    uint bits = 0;
+    for (uint i = 0; i < N; ++i)
+      if (shfl(v, int(i)) == v) bits |= 1u << i;
+    return bits;
   }
   bool any(bool p) const { return ballot(p) != 0u; }
   bool all(bool p) const { return ballot(p) == ballot(true); }
@@ -429,9 +475,10 @@ HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "hypot": (_HYPOT, ()),
     "sincos": (_SINCOS, ()),
     "bits": (_BITS, ()),
+    "round": (_ROUND, ()),
+    "convert": (_CONVERT, ()),
     "memcpy": (_MEMCPY, ()),
-    "memset": (_MEMSET, ()),
-    "cg": (_CG, ()),
+        "cg": (_CG, ()),
 }
 
 

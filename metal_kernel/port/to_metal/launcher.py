@@ -78,7 +78,7 @@ class PortKernel:
                 if not (_is_ndarray(a) or _is_tensor(a)):
                     raise TypeError(f"{what}: pass a tensor or a numpy array, not {type(a).__name__}")
                 size = a.element_size() if _is_tensor(a) else a.dtype.itemsize
-                if p.elem_bytes and size != p.elem_bytes:
+                if p.dtype and p.elem_bytes and size != p.elem_bytes:
                     raise TypeError(f"{what}: the argument's elements are {size} bytes, the kernel's are "
                                     f"{p.elem_bytes}")
                 out.append(a)
@@ -128,7 +128,7 @@ class PortLibrary:
         self.ports = {k.spelling: k for k in kernels}
         self._kernels = {}
         for k in kernels:
-            if k.translated and k.metal_name in dir(library):
+            if library is not None and k.translated and k.metal_name in dir(library):
                 self._kernels[k.spelling] = PortKernel(self, k, getattr(library, k.metal_name))
         self._global_sizes = dict(global_sizes or {})
         self._globals: dict[str, np.ndarray] = {}

@@ -31,6 +31,7 @@ _STATEMENTS = ("expression_statement", "declaration", "return_statement", "if_st
                "while_statement", "do_statement", "switch_statement", "compound_statement", "break_statement",
                "continue_statement", "field_declaration", "case_statement")
 _CUDA_KEYWORD_TOKENS = {"__device__", "__host__", "__forceinline__", "__noinline__", "__inline__", "__global__"}
+_SHORT = {"device": "dev", "threadgroup": "tg", "constant": "const", "thread": "th"}
 _METHOD_NAMES_CG = {"thread_rank", "meta_group_rank", "meta_group_size", "shfl", "shfl_up", "shfl_down",
                     "shfl_xor", "ballot", "num_threads", "thread_index", "group_index", "dim_threads", "group_dim"}
 
@@ -77,8 +78,15 @@ class Translation:
         key = (code, node.start_byte if node is not None else -1, message)
         return self.diagnostics.setdefault(key, d)
 
-    def request(self, fn: Function, sig: tuple):
-        self.requests.setdefault(fn.node.start_byte, {}).setdefault(sig, None)
+    def request(self, fn: Function, sig: tuple) -> str:
+        """Asks for the instance of helper `fn` whose pointer parameters are
+        in these address spaces; returns its name. Metal pointers carry their
+        address space, so each combination is its own function: the first
+        keeps the CUDA name, the others get the spaces as a suffix."""
+        per = self.requests.setdefault(fn.node.start_byte, {})
+        if sig not in per:
+            per[sig] = fn.name if not per else fn.name + "_" + "_".join(_SHORT[s] for s in sig if s)
+        return per[sig]
 
 
 class Renderer:
@@ -333,6 +341,9 @@ class Renderer:
             return None
         parent = node.parent
         if parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == node:
+            rule = T.BY_NAME.get(text)
+            if rule is not None and rule.kind == "name":
+                return self.name(node)
             return None  # the call's handler
         return self.name(node)
 
@@ -529,6 +540,9 @@ class Renderer:
             return None
         if rule.kind == "statement":
             return None  # the statement's handler removes it
+        if rule.kind == "name":  # a renamed function (cooperative groups): the identifier's handler
+            self.tr.helpers.update(rule.helpers)
+            return None
         if rule.kind == "warp":
             return self.warp_call(node, name, rule, args)
         if rule.kind == "atomic":
@@ -560,8 +574,9 @@ class Renderer:
         self.count_ref(rule, name)
         self.changed(node)
         rendered = [self.rw(a) for a in args]
+        spaces = {f"S{i}": (self.sp.space_of(a) or "thread") for i, a in enumerate(args[:2])}
         try:
-            return rule.metal.format(*rendered, args=", ".join(rendered))
+            return rule.metal.format(*rendered, args=", ".join(rendered), **spaces)
         except IndexError:
             self.diag("MK1017", node, f"'{name}' called with {len(args)} argument(s)")
             return None
@@ -613,7 +628,8 @@ class Renderer:
             if mask is not None:
                 self.check_mask(node, name, mask)
             return rule.metal
-        self.check_mask(node, name, mask)
+        if self.check_mask(node, name, mask):
+            self.check_divergence(node, name)
         rendered = [self.rw(a) for a in args]
         value = args[1] if len(args) > 1 else None
         if value is not None and name not in ("__ballot_sync", "__any_sync", "__all_sync"):
@@ -640,20 +656,122 @@ class Renderer:
                          "uint64_t", "size_t") or "long long" in t:
             self.diag("MK1029", node, f"'{name}' of a {t.strip()}")
 
-    def check_mask(self, node, name, mask):
-        text = re.sub(r"\s+", "", self.text(mask))
+    def check_mask(self, node, name, mask) -> bool:
+        """Diagnoses a mask Metal cannot express; True for a full mask."""
+        text = re.sub(r"\s+", "", self.text(mask)) if mask is not None else ""
         if text in T.FULL_MASKS or text.lower() in {m.lower() for m in T.FULL_MASKS}:
-            return
+            return True
         if "__activemask()" in text:
-            return
-        if mask.type == "identifier":
+            return False
+        if mask is not None and mask.type == "identifier":
             origin = self.mask_origin(self.text(mask))
             if origin == "full":
-                return
+                return True
             if origin is not None and self.inside_condition(node, origin):
-                return
-        self.diag("MK1011", node, f"'{name}' with mask {self.text(mask).strip()}: Metal's simd functions "
+                return False
+        self.diag("MK1011", node, f"'{name}' with mask {text}: Metal's simd functions "
                                   "combine the active lanes, whatever the mask")
+        return False
+
+    # ----------------------------------------------------------- divergence --
+    def check_divergence(self, node, name: str):
+        """A full-mask warp function under a lane-dependent condition (or
+        after a lane-dependent return) is where CUDA and Metal differ."""
+        why = self.divergent_context(node)
+        if why:
+            self.diag("MK1035", node, f"'{name}' with a full mask {why}: the lanes that took another path do "
+                                      "not take part in Metal")
+
+    def divergent_context(self, node) -> str | None:
+        varying = self.varying_names()
+        p, child = node.parent, node
+        while p is not None and p != (self.fn.body if self.fn else None):
+            cond = None
+            if p.type == "if_statement" and child != p.child_by_field_name("condition"):
+                cond = p.child_by_field_name("condition")
+            elif p.type == "conditional_expression" and child != p.child_by_field_name("condition"):
+                cond = p.child_by_field_name("condition")
+            elif p.type in ("for_statement", "while_statement", "do_statement"):
+                cond = p.child_by_field_name("condition")
+            if cond is not None and self.is_varying(cond, varying):
+                return f"inside `{' '.join(self.text(cond).split())[:60]}`, which differs between lanes"
+            p, child = p.parent, p
+        if self.fn is not None and self.fn.body is not None:
+            for n in walk(self.fn.body):
+                if n.start_byte >= node.start_byte:
+                    break
+                if n.type == "return_statement":
+                    q = n.parent
+                    while q is not None and q.type != "if_statement":
+                        q = q.parent
+                    cond = q.child_by_field_name("condition") if q is not None else None
+                    if cond is not None and self.is_varying(cond, varying) and q.end_byte <= node.start_byte:
+                        return f"after lanes returned under `{' '.join(self.text(cond).split())[:60]}`"
+        return None
+
+    def varying_names(self) -> set:
+        """Local variables whose value differs between the lanes of a warp
+        (derived from threadIdx.x, the lane, a tile's thread_rank())."""
+        cached = getattr(self, "_varying", None)
+        if cached is not None:
+            return cached
+        out: set = set()
+        if self.fn is None or self.fn.body is None:
+            return out
+        assigns = []
+        for n in walk(self.fn.body):
+            if n.type == "init_declarator":
+                d = declarator_name(n.child_by_field_name("declarator"))
+                if d is not None:
+                    assigns.append((self.text(d), n.child_by_field_name("value")))
+            elif n.type == "assignment_expression":
+                left = n.child_by_field_name("left")
+                if left is not None and left.type == "identifier":
+                    assigns.append((self.text(left), n.child_by_field_name("right")))
+        for p in self.fn.params:  # a helper's parameters may come from anywhere
+            if not self.fn.kernel and not p.pointer:
+                out.add(p.name)
+        changed = True
+        while changed:
+            changed = False
+            for name, value in assigns:
+                if name not in out and value is not None and self.is_varying(value, out):
+                    out.add(name)
+                    changed = True
+        self._varying = out
+        return out
+
+    def is_varying(self, n, varying: set) -> bool:
+        t = n.type
+        if t == "field_expression":
+            arg, field_node = n.child_by_field_name("argument"), n.child_by_field_name("field")
+            if arg is not None and self.text(arg) == "threadIdx":
+                return field_node is not None and self.text(field_node) == "x"
+            return self.is_varying(arg, varying) if arg is not None else False
+        if t == "identifier":
+            text = self.text(n)
+            return text in varying or text == "mk_lane"
+        if t == "binary_expression":
+            op = n.child_by_field_name("operator")
+            right = n.child_by_field_name("right")
+            if op is not None and right is not None and right.type == "number_literal":
+                k = self.text(right).rstrip("uUlL")
+                try:
+                    v = int(k, 0)
+                except ValueError:
+                    v = 0
+                if (self.text(op) == "/" and v and v % 32 == 0) or (self.text(op) == ">>" and v >= 5):
+                    return False
+        if t == "call_expression":
+            fn = n.child_by_field_name("function")
+            if fn is not None and fn.type == "field_expression":
+                field_node = fn.child_by_field_name("field")
+                method = self.text(field_node) if field_node is not None else ""
+                if method in ("meta_group_rank", "meta_group_size", "size", "num_threads", "group_index"):
+                    return False
+                if method in ("thread_rank", "thread_index"):
+                    return True
+        return any(self.is_varying(c, varying) for c in n.named_children)
 
     def mask_origin(self, name: str):
         """How a mask variable was computed: 'full', the predicate of a
@@ -712,26 +830,41 @@ class Renderer:
         if is64:
             self.diag("MK1012", node, f"'{name}' on a 64-bit {elem}")
             return None
+        if metal_elem in ("unsigned", "unsigned int"):
+            metal_elem = "uint"
+        word = f"({space} atomic_uint*)(({space} uchar*)({rendered[0]}) - (ulong({rendered[0]}) & 2))"
+        shift = f"uint(ulong({rendered[0]}) & 2) * 8u"
+        if base == "atomicCAS" and metal_elem in ("ushort", "short", "unsigned short", "uint16_t", "int16_t"):
+            self.tr.helpers.add("atomic_cas")
+            self.diag("MK1013", node, f"'{name}' on a 16-bit {elem} by a compare-and-swap of its 32-bit word")
+            t = "ushort" if metal_elem in ("ushort", "unsigned short", "uint16_t") else "short"
+            return f"mk_atomic_cas16({word}, {shift}, {t}({rendered[1]}), {t}({rendered[2]}))"
         if base in ("atomicCAS", "atomicInc", "atomicDec"):
             self.tr.helpers.update(rule.helpers)
             if rule.code:
                 self.diag(rule.code, node, f"'{name}' by a compare-and-swap loop")
-            return rule.metal.format(*rendered)
+            if not metal_elem and base == "atomicCAS":
+                return self.unknown_elem(node, name, ptr)
+            return rule.metal.format(*rendered, S=space, T=metal_elem)
         if not metal_elem:
-            self.diag("MK1017", node, f"'{name}': the element type of '{self.text(ptr)}' is not known to the "
-                                      "translator; write the pointer's type where it is declared")
-            return None
+            return self.unknown_elem(node, name, ptr)
         if metal_elem in ("half", "bfloat", "half2", "bfloat2") and base == "atomicAdd":
             self.tr.helpers.add("atomic_update")
             self.diag("MK1013", node, f"'{name}' on {elem} by a compare-and-swap loop")
-            return f"mk_atomic_add_cas({rendered[0]}, {rendered[1]})"
+            if metal_elem in ("half2", "bfloat2"):
+                return f"mk_atomic_add_cas32(({space} atomic_uint*)({rendered[0]}), {metal_elem}({rendered[1]}))"
+            return f"mk_atomic_add_cas16({word}, {shift}, {metal_elem}({rendered[1]}))"
         if metal_elem == "float" and base in ("atomicMin", "atomicMax"):
             self.tr.helpers.add("atomic_update")
             self.diag("MK1013", node, f"'{name}' on float by a compare-and-swap loop")
-            return f"mk_atomic_{'min' if base == 'atomicMin' else 'max'}_cas({rendered[0]}, {rendered[1]})"
-        if metal_elem in ("unsigned", "unsigned int"):
-            metal_elem = "uint"
+            fn = "mk_atomic_fmin" if base == "atomicMin" else "mk_atomic_fmax"
+            return f"{fn}(({space} atomic_uint*)({rendered[0]}), {rendered[1]})"
         return rule.metal.format(*rendered, S=space, T=metal_elem)
+
+    def unknown_elem(self, node, name, ptr):
+        self.diag("MK1017", node, f"'{name}': the element type of '{self.text(ptr)}' is not known to the "
+                                  "translator; write the pointer's type where it is declared")
+        return None
 
     def helper_call(self, node, fn_node, name: str, helpers: list[Function]):
         args = self.args(node)
@@ -745,11 +878,14 @@ class Renderer:
                 sig.append(self.sp.lvalue_space(a) or "thread" if a is not None else "thread")
             else:
                 sig.append(None)
-        for h in helpers:
-            if len(h.params) == len(g.params):
-                self.tr.request(h, tuple(sig))
+        names = {self.tr.request(h, tuple(sig)) for h in helpers if len(h.params) == len(g.params)}
         extra = self.extra_args(g, node)
         rendered_fn = self.rw(fn_node)
+        inst = self.tr.request(g, tuple(sig))
+        if inst != name:
+            self.changed(node)
+            rendered_fn = re.sub(rf"\b{re.escape(name)}\b(?!.*\b{re.escape(name)}\b)", inst, rendered_fn, count=1)
+        del names
         rendered_args = [self.rw(a) for a in args]
         if not extra:
             return f"{rendered_fn}({', '.join(rendered_args)})"

@@ -82,6 +82,10 @@ class PortResult:
 
         for _ in range(len(self.kernels) + 2):
             text = self.metal
+            if not any(k.translated for k in self.kernels):
+                self._library = PortLibrary(None, self.kernels)
+                self._compiled_text = text
+                return self._library
             try:
                 lib = compile_shader(text, source_name=_metal_name(self.filename))
             except MetalCompileError as e:

@@ -168,10 +168,17 @@ DIAGNOSTICS: dict[str, DiagnosticKind] = {d.code: d for d in [
        "Metal declares threadgroup memory in the kernel, so the port moves a helper's __shared__ array there; "
        "its type depends on template arguments the call deduces, which the kernel cannot name.",
        "Call the helper with explicit template arguments (`f<float>(...)`)."),
-    _D("MK1034", "warning", "simd function in divergent code",
-       "__syncthreads_count/_and/_or are emulated with threadgroup memory and barriers; like "
+    _D("MK1034", "note", "barrier vote emulated",
+       "__syncthreads_count/_and/_or are emulated with a threadgroup counter and three barriers; like "
        "__syncthreads they must be reached by every thread of the block.",
        "Nothing to do when the call is in converged code."),
+    _D("MK1035", "warning", "warp function in divergent code",
+       "Under CUDA's independent thread scheduling a full-mask warp function waits for every lane, so lanes "
+       "in the other branch of an `if` (or that took another number of loop iterations) exchange values "
+       "with this one, and lanes that returned read as 0 on current GPUs. A Metal simd function combines only "
+       "the lanes active at the call: the port's result differs whenever the lanes diverge here.",
+       "Move the warp function out of the lane-dependent branch (compute both sides, then select), or keep "
+       "`verify` on inputs that take every path."),
 ]}
 
 # --------------------------------------------------------------------- rules --
@@ -228,8 +235,11 @@ RULES: list[Rule] = [
     _R("__ldca", "*({0})", MEM), _R("__ldlu", "*({0})", MEM), _R("__ldcv", "*({0})", MEM),
     _R("__stcs", "(*({0}) = {1})", MEM), _R("__stcg", "(*({0}) = {1})", MEM), _R("__stwb", "(*({0}) = {1})", MEM),
     _R("__stwt", "(*({0}) = {1})", MEM),
-    _R("memcpy", "mk_memcpy({args})", MEM, helpers=("memcpy",), note="a byte loop (Metal has no memcpy)"),
-    _R("memset", "mk_memset({args})", MEM, helpers=("memset",), note="a byte loop (Metal has no memset)"),
+    # {S0}, {S1}: the address spaces of the first and second arguments.
+    _R("memcpy", "mk_memcpy(({S0} uchar*)({0}), ({S1} const uchar*)({1}), {2})", MEM, helpers=("memcpy",),
+       note="a byte loop (Metal has no memcpy)"),
+    _R("memset", "mk_memset(({S0} uchar*)({0}), {1}, {2})", MEM, helpers=("memcpy",),
+       note="a byte loop (Metal has no memset)"),
     # ---------------------------------------------------- synchronisation --
     _R("__syncthreads", "threadgroup_barrier(mem_flags::mem_threadgroup)", SYNC,
        note="adds mem_flags::mem_device when device memory written before the barrier is read after it"),
@@ -249,11 +259,11 @@ RULES: list[Rule] = [
     # ------------------------------------------------------------- warp --
     _R("__shfl_sync", "simd_shuffle({1}, ushort(({2}) & 31))", WARP, "warp", alt="mk_shfl({1}, {2}, {3}, mk_lane)",
        helpers=("shfl",)),
-    _R("__shfl_up_sync", "simd_shuffle_up({1}, ushort({2}))", WARP, "warp",
+    _R("__shfl_up_sync", "simd_shuffle_up({1}, ushort(({2}) & 31))", WARP, "warp",
        alt="mk_shfl_up({1}, {2}, {3}, mk_lane)", helpers=("shfl",)),
-    _R("__shfl_down_sync", "simd_shuffle_down({1}, ushort({2}))", WARP, "warp",
+    _R("__shfl_down_sync", "simd_shuffle_down({1}, ushort(({2}) & 31))", WARP, "warp",
        alt="mk_shfl_down({1}, {2}, {3}, mk_lane)", helpers=("shfl",)),
-    _R("__shfl_xor_sync", "simd_shuffle_xor({1}, ushort({2}))", WARP, "warp",
+    _R("__shfl_xor_sync", "simd_shuffle_xor({1}, ushort(({2}) & 31))", WARP, "warp",
        alt="mk_shfl_xor({1}, {2}, {3}, mk_lane)", helpers=("shfl",)),
     _R("__ballot_sync", "uint(simd_vote::vote_t(simd_ballot(bool({1}))))", WARP, "warp"),
     _R("__any_sync", "int(simd_any(bool({1})))", WARP, "warp"),
@@ -278,11 +288,20 @@ RULES: list[Rule] = [
     _R("atomicAnd", "atomic_fetch_and_explicit(({S} atomic<{T}>*)({0}), {1}, memory_order_relaxed)", ATOM, "atomic"),
     _R("atomicOr", "atomic_fetch_or_explicit(({S} atomic<{T}>*)({0}), {1}, memory_order_relaxed)", ATOM, "atomic"),
     _R("atomicXor", "atomic_fetch_xor_explicit(({S} atomic<{T}>*)({0}), {1}, memory_order_relaxed)", ATOM, "atomic"),
-    _R("atomicCAS", "mk_atomic_cas({0}, {1}, {2})", ATOM, "atomic", helpers=("atomic_cas",),
-       note="a strong compare-and-swap from Metal's weak one (retried while it fails spuriously)"),
-    _R("atomicInc", "mk_atomic_inc({0}, {1})", ATOM, "atomic", helpers=("atomic_cas", "atomic_inc_dec"),
+    *[_R(f"{op}{scope}", f"atomic_fetch_{op[6:].lower()}_explicit(({{S}} atomic<{{T}}>*)({{0}}), {{1}}, "
+                             "memory_order_relaxed)", ATOM, "atomic", note="as without the scope suffix")
+      for op in ("atomicAdd", "atomicSub", "atomicMin", "atomicMax", "atomicAnd", "atomicOr", "atomicXor")
+      for scope in ("_block", "_system")],
+    *[_R(f"atomicExch{scope}", "atomic_exchange_explicit(({S} atomic<{T}>*)({0}), {1}, memory_order_relaxed)",
+         ATOM, "atomic") for scope in ("_block", "_system")],
+    *[_R(f"atomicCAS{scope}", "mk_atomic_cas(({S} atomic<{T}>*)({0}), {1}, {2})", ATOM, "atomic",
+         helpers=("atomic_cas",)) for scope in ("_block", "_system")],
+    _R("atomicCAS", "mk_atomic_cas(({S} atomic<{T}>*)({0}), {1}, {2})", ATOM, "atomic", helpers=("atomic_cas",),
+       note="a strong compare-and-swap from Metal's weak one (retried while it fails spuriously); 16-bit "
+            "values by a compare-and-swap of their 32-bit word"),
+    _R("atomicInc", "mk_atomic_inc(({S} atomic_uint*)({0}), {1})", ATOM, "atomic", helpers=("atomic_inc_dec",),
        code="MK1013"),
-    _R("atomicDec", "mk_atomic_dec({0}, {1})", ATOM, "atomic", helpers=("atomic_cas", "atomic_inc_dec"),
+    _R("atomicDec", "mk_atomic_dec(({S} atomic_uint*)({0}), {1})", ATOM, "atomic", helpers=("atomic_inc_dec",),
        code="MK1013"),
     # -------------------------------------------------------------- half --
     _R("__half", "half", HALF, "name"), _R("__half2", "half2", HALF, "name"),
@@ -290,11 +309,16 @@ RULES: list[Rule] = [
     _R("__nv_bfloat162", "bfloat2", HALF, "name"), _R("nv_bfloat162", "bfloat2", HALF, "name"),
     _R("__half_raw", "ushort", HALF, "name"), _R("__nv_bfloat16_raw", "ushort", HALF, "name"),
     _half("__float2half", "half({0})"), _half("__float2half_rn", "half({0})"),
-    _half("__float2half_rz", "half({0})", code="MK1018"), _half("__float2half_ru", "half({0})", code="MK1018"),
-    _half("__float2half_rd", "half({0})", code="MK1018"),
+    *[_R(f"__float2half_{m}", f"mk_round_{m}<half>({{0}})", HALF, helpers=("round",),
+         note="round to nearest, then one step toward the direction when that went the wrong way (exact)")
+      for m in ("rz", "ru", "rd")],
     _half("__half2float", "float({0})"), _half("__low2float", "float(({0}).x)"), _half("__high2float", "float(({0}).y)"),
     _half("__float2bfloat16", "bfloat({0})"), _half("__float2bfloat16_rn", "bfloat({0})"),
-    _half("__float2bfloat16_rz", "bfloat({0})", code="MK1018"), _half("__bfloat162float", "float({0})"),
+    *[_R(f"__float2bfloat16_{m}", f"mk_round_{m}<bfloat>({{0}})", HALF, helpers=("round",))
+      for m in ("rz", "ru", "rd")],
+    _half("__bfloat162float", "float({0})"), _half("__low2bfloat16", "({0}).x"), _half("__high2bfloat16", "({0}).y"),
+    _half("__bfloat162bfloat162", "bfloat2({0})"), _half("__lows2bfloat162", "bfloat2(({0}).x, ({1}).x)"),
+    _half("__highs2bfloat162", "bfloat2(({0}).y, ({1}).y)"), _half("__low2half2", "half2(({0}).x)"),
     _half("__hadd", "({0} + {1})"), _half("__hsub", "({0} - {1})"), _half("__hmul", "({0} * {1})"),
     _half("__hdiv", "({0} / {1})"), _half("__hneg", "(-({0}))"), _half("__hfma", "fma({0}, {1}, {2})"),
     _half("__habs", "abs({0})"), _half("__hmax", "max({0}, {1})"), _half("__hmin", "min({0}, {1})"),
@@ -308,7 +332,7 @@ RULES: list[Rule] = [
     _half("__floats2half2_rn", "half2({0}, {1})"), _half("__float2half2_rn", "half2(half({0}))"),
     _half("__halves2half2", "half2({0}, {1})"), _half("__low2half", "({0}).x"), _half("__high2half", "({0}).y"),
     _half("__lows2half2", "half2(({0}).x, ({1}).x)"), _half("__highs2half2", "half2(({0}).y, ({1}).y)"),
-    _half("__lowhigh2highlow", "({0}).yx"), _half("__low2half2", "half2(({0}).x)"),
+    _half("__lowhigh2highlow", "({0}).yx"),
     _half("__high2half2", "half2(({0}).y)"),
     _half("__bfloat1622float2", "float2({0})"), _half("__float22bfloat162_rn", "bfloat2({0})"),
     _half("__floats2bfloat162_rn", "bfloat2({0}, {1})"), _half("__halves2bfloat162", "bfloat2({0}, {1})"),
@@ -340,13 +364,13 @@ RULES: list[Rule] = [
     _math("cbrtf", "mk_cbrt({0})", helpers=("cbrt",), code="MK1025"),
     _math("hypotf", "mk_hypot({0}, {1})", helpers=("hypot",), code="MK1025"),
     _math("sincosf", "mk_sincos({0}, {1}, {2})", helpers=("sincos",)),
+    _math("sincos", "mk_sincos({0}, {1}, {2})", helpers=("sincos",)),
     _math("__sincosf", "mk_sincos_fast({0}, {1}, {2})", helpers=("sincos",)),
     _math("__int_as_float", "as_type<float>({0})"), _math("__float_as_int", "as_type<int>({0})"),
     _math("__uint_as_float", "as_type<float>({0})"), _math("__float_as_uint", "as_type<uint>({0})"),
-    _math("__float2int_rn", "int(rint({0}))"), _math("__float2int_rz", "int({0})"),
-    _math("__float2int_rd", "int(floor({0}))"), _math("__float2int_ru", "int(ceil({0}))"),
-    _math("__float2uint_rn", "uint(rint({0}))"), _math("__float2uint_rz", "uint({0})"),
-    _math("__float2uint_rd", "uint(floor({0}))"), _math("__float2uint_ru", "uint(ceil({0}))"),
+    *[_math(f"__float2{t}_{m}", f"mk_f2{t[0]}({f}({{0}}))", "saturating, NaN -> 0, as CUDA's cvt",
+            helpers=("convert",))
+      for t in ("int", "uint") for m, f in (("rn", "rint"), ("rz", "trunc"), ("rd", "floor"), ("ru", "ceil"))],
     _math("__float2ll_rn", "long(rint({0}))"), _math("__float2ll_rz", "long({0})"),
     _math("__int2float_rn", "float({0})"), _math("__uint2float_rn", "float({0})"),
     _math("__ll2float_rn", "float({0})"), _math("__ull2float_rn", "float({0})"),
@@ -390,6 +414,8 @@ RULES: list[Rule] = [
     _R("uint3", "packed_uint3", TYPE, "name", code="MK1030", note="only in buffers and structs"),
     # -------------------------------------------- flagged, not translated --
     _R("double", "", MATH, "flag", code="MK1001"),
+    *[_R(f"double{n}", "", MATH, "flag", code="MK1001") for n in (1, 2, 3, 4)],
+    *[_R(f"make_double{n}", "", MATH, "flag", code="MK1001") for n in (2, 3, 4)],
     _R("asm", "", K, "flag", code="MK1002"),
     _R("printf", "", K, "statement", code="MK1006"),
     _R("assert", "", K, "statement", code="MK1015"),
@@ -399,6 +425,8 @@ RULES: list[Rule] = [
     _R("this_multi_grid", "", SYNC, "flag", code="MK1004"),
     _R("coalesced_threads", "", CG, "flag", code="MK1017"),
     _R("cub", "", K, "flag", code="MK1016"),
+    *[_R(f, "", WARP, "flag", code="MK1017", note="pre-Volta warp function without a mask")
+      for f in ("__shfl", "__shfl_up", "__shfl_down", "__shfl_xor", "__ballot", "__any", "__all")],
     _R("__trap", "", K, "flag", code="MK1017"), _R("__brkpt", "", K, "flag", code="MK1017"),
     _R("__prof_trigger", "", K, "flag", code="MK1017"),
 ]
@@ -448,6 +476,17 @@ BUILTIN_PARAMS = {
 FULL_MASKS = {"0xffffffff", "0xffffffffu", "0xFFFFFFFF", "0xFFFFFFFFU", "0xFFFFFFFFu", "0xffffffffU", "-1",
               "~0", "~0u", "~0U", "4294967295", "4294967295u", "4294967295U", "(unsigned)-1", "0xffffffffUL",
               "0xffffffffull", "0xFFFFFFFFULL", "0xFFFFFFFFull", "0xffffffffULL"}
+
+# Names of Metal's standard library a kernel or helper of the port must not
+# take (the port renames it: `atomic_int` -> `atomic_int_kernel`).
+METAL_RESERVED = frozenset("""
+atomic_int atomic_uint atomic_bool atomic_float atomic_ulong atomic half bfloat uint ushort uchar ulong
+float2 float3 float4 half2 half3 half4 int2 int3 int4 uint2 uint3 uint4 vec packed_float3 simd_vote
+min max abs clamp exp exp2 log log2 pow sqrt rsqrt sin cos tan fma fmin fmax floor ceil round trunc
+select mix step sign dot cross length normalize distance popcount clz ctz reverse_bits mulhi
+threadgroup_barrier simdgroup_barrier simd_sum simd_shuffle as_type kernel device constant thread threadgroup
+sampler texture1d texture2d texture3d
+""".split())
 
 # Metal's limits the translator checks.
 MAX_BUFFERS = 31
