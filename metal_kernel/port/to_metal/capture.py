@@ -21,9 +21,6 @@ from pathlib import Path
 
 from ..analyse import normalise_template_args
 
-CAPTURE_DEFINE = "MKCUDA_CAPTURE"
-
-
 def _split_top(text: str) -> list[str]:
     parts, depth, cur = [], 0, ""
     for ch in text:
@@ -102,11 +99,9 @@ def capture_launches(source: str, filename: str, runs: Sequence[Sequence[str]] =
     from ..frontend import CudaCompileError
     from ..program import build_program, run_program
 
-    defs = dict(defines or {})
-    defs[CAPTURE_DEFINE] = "1"
     problems = []
     try:
-        exe = build_program(source, filename=filename, include_dirs=include_dirs, defines=defs)
+        exe = build_program(source, filename=filename, include_dirs=include_dirs, defines=defines, capture=True)
     except (CudaCompileError, OSError) as e:
         return {}, [f"the program does not build: {str(e).splitlines()[0]}"]
     with tempfile.TemporaryDirectory(prefix="mk-capture-") as folder:

@@ -24,7 +24,7 @@ from ..analyse import Instantiation
 from ..parse import declarator_name, keywords, walk
 from . import table as T
 from .diagnostics import Diagnostic
-from .facts import SYNC_COUNTER, Facts, Function, Needs, SharedVar, _is_function_declarator, callee_shared
+from .facts import SYNC_COUNTER, Facts, Function, Needs, SharedVar, _is_function_declarator
 from .helpers import helper_text
 from .mapper import Renderer, Translation, kernel_param_is_modified, mangle, split_template_args, substitute
 from .model import ELEMENT_BYTES, SCALAR_DTYPES, Chunk, GlobalSpec, KernelPort, ParamSpec, canonical_type
@@ -408,7 +408,7 @@ class FunctionRenderer(Renderer):
     def __init__(self, tr: Translation, fn: Function, sig: tuple, em: Emitter, kernel_spaces=None):
         super().__init__(tr, fn, sig, kernel_spaces)
         self.em = em
-        self.needs: Needs = self.facts.needs[fn.name]
+        self.needs: Needs = self.facts.needs[fn.node.start_byte]
 
     def shared_type(self, key: tuple, v: SharedVar) -> tuple[str, str]:
         """(element type, dims) of a callee's threadgroup variable at this call's template arguments."""
@@ -438,7 +438,7 @@ class HelperRenderer(FunctionRenderer):
             self.overrides_plist = plist
         name_node = decl.child_by_field_name("declarator") if decl is not None else None
         self.name_node = name_node if name_node is not None and name_node.type == "identifier" else None
-        self.instance_name = self.tr.requests.get(fn.node.start_byte, {}).get(self.sig, fn.name)
+        self.instance_name = self.tr.requests.get(fn.node.start_byte, {}).get(self.sig, T.safe_name(fn.name))
         extra = []
         for v in fn.shared:
             if v.extern:

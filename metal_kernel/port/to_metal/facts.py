@@ -121,7 +121,7 @@ class Facts:
     file_shared: dict[str, SharedVar]
     fnptr_aliases: set[str]  # type aliases of function pointer types
     functor_args: set[str]  # device functions passed as template arguments
-    needs: dict[str, Needs]  # by function name (overloads share)
+    needs: dict[int, Needs]  # by the function's node start (overloads differ)
 
     def helpers(self, name: str) -> list[Function]:
         return [f for f in self.by_name.get(name, []) if not f.kernel]
@@ -376,13 +376,44 @@ def collect(src: CudaSource) -> Facts:
     return facts
 
 
-def _needs(facts: Facts) -> dict[str, Needs]:
-    """The fixpoint: a function needs what it uses and what its callees need
-    (the callees' own threadgroup variables keyed by the template arguments
-    of the call, as CUDA makes one per instantiation)."""
-    needs: dict[str, Needs] = {}
+def resolve(facts: "Facts", call: Call) -> Function | None:
+    """The helper a call reaches: by name, then by the number of arguments
+    (parameters with defaults may be left out)."""
+    candidates = facts.helpers(call.callee)
+    n = len(call.args)
+    for f in candidates:
+        required = sum(1 for p in f.params if p.node.type != "optional_parameter_declaration")
+        if required <= n <= len(f.params):
+            return f
+    return candidates[0] if candidates else None
+
+
+def substitute_key(key: tuple, mapping: dict[str, str]) -> tuple:
+    owner, name, targs = key
+    if not targs or not mapping:
+        return key
+    words = re.compile(r"\b(" + "|".join(re.escape(k) for k in mapping) + r")\b")
+    return owner, name, normalise_template_args(words.sub(lambda m: mapping[m.group(1)], targs))
+
+
+def call_keys(g: Function, targs: str | None, needs: Needs) -> list[tuple[tuple, tuple, SharedVar]]:
+    """For a call of `g` with these template arguments: (g's key, the caller's
+    key, the variable) of every threadgroup variable g takes: its own static
+    ones (one per instantiation, as CUDA has them), then those it needs."""
+    from .mapper import split_template_args
+
+    mapping = dict(zip(g.template_params, split_template_args(targs))) if targs else {}
+    out = [((g.name, v.name, None), (g.name, v.name, targs), v) for v in g.shared if not v.extern]
+    out += [(k, substitute_key(k, mapping), v) for k, v in needs.shared.items()]
+    return out
+
+
+def _needs(facts: Facts) -> dict[int, Needs]:
+    """The fixpoint over the call graph, per function (overloads differ):
+    a function needs what it uses and what its callees need."""
+    needs: dict[int, Needs] = {}
     for f in facts.functions:
-        n = needs.setdefault(f.name, Needs())
+        n = needs.setdefault(f.node.start_byte, Needs())
         for b in sorted(f.builtins, key=list(BUILTIN_PARAMS).index):
             if b not in n.builtins:
                 n.builtins.append(b)
@@ -401,34 +432,26 @@ def _needs(facts: Facts) -> dict[str, Needs]:
     while changed:
         changed = False
         for f in facts.functions:
-            n = needs[f.name]
+            n = needs[f.node.start_byte]
             for call in f.calls:
-                for g in facts.helpers(call.callee):
-                    if g.name == f.name:
-                        continue
-                    m = needs[g.name]
-                    for b in m.builtins:
-                        if b not in n.builtins:
-                            n.builtins.append(b)
-                            changed = True
-                    for gl in m.globals:
-                        if gl not in n.globals:
-                            n.globals.append(gl)
-                            changed = True
-                    if m.dynamic and not n.dynamic:
-                        n.dynamic = changed = True
-                    for key, v in callee_shared(g, call.targs, m).items():
-                        if key not in n.shared:
-                            n.shared[key] = v
-                            changed = True
+                g = resolve(facts, call)
+                if g is None or g is f:
+                    continue
+                m = needs[g.node.start_byte]
+                for b in m.builtins:
+                    if b not in n.builtins:
+                        n.builtins.append(b)
+                        changed = True
+                for gl in m.globals:
+                    if gl not in n.globals:
+                        n.globals.append(gl)
+                        changed = True
+                if m.dynamic and not n.dynamic:
+                    n.dynamic = changed = True
+                for _, key, v in call_keys(g, call.targs, m):
+                    if key not in n.shared:
+                        n.shared[key] = v
+                        changed = True
     for n in needs.values():
         n.builtins.sort(key=list(BUILTIN_PARAMS).index)
     return needs
-
-
-def callee_shared(g: Function, targs: str | None, m: Needs) -> dict[tuple, SharedVar]:
-    """The threadgroup variables a call of `g` (with these template
-    arguments) passes: g's own static ones, then those g needs itself."""
-    out = {(g.name, v.name, targs): v for v in g.shared if not v.extern}
-    out.update(m.shared)
-    return out

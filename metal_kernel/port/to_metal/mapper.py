@@ -22,7 +22,7 @@ from ..analyse import normalise_template_args
 from ..parse import declarator_name, keywords, walk
 from . import table as T
 from .diagnostics import Diagnostic, make
-from .facts import SYNC_COUNTER, SYNC_VOTES, Facts, Function, Param, SharedVar, callee_shared
+from .facts import SYNC_COUNTER, SYNC_VOTES, Call, Facts, Function, Param, SharedVar, call_keys, resolve
 from .source import CudaSource
 from .spaces import MEMORY_SPACES, Env, Spaces, Var, declarator_kind, infer
 
@@ -84,8 +84,9 @@ class Translation:
         address space, so each combination is its own function: the first
         keeps the CUDA name, the others get the spaces as a suffix."""
         per = self.requests.setdefault(fn.node.start_byte, {})
+        base = T.safe_name(fn.name)
         if sig not in per:
-            per[sig] = fn.name if not per else fn.name + "_" + "_".join(_SHORT[s] for s in sig if s)
+            per[sig] = base if not per else base + "_" + "_".join(_SHORT[s] for s in sig if s)
         return per[sig]
 
 
@@ -330,8 +331,18 @@ class Renderer:
         return text + "f"
 
     # ------------------------------------------------------- identifiers --
+    def h_field_identifier(self, node):
+        text = self.text(node)
+        if text in T.METAL_KEYWORDS:
+            self.changed(node)
+            return T.safe_name(text)
+        return None
+
     def h_identifier(self, node):
         text = self.text(node)
+        if text in T.METAL_KEYWORDS:
+            self.changed(node)
+            return T.safe_name(text)
         if text == "warpSize":
             self.count_ref(T.BY_NAME["warpSize"], text)
             self.changed(node)
@@ -754,8 +765,9 @@ class Renderer:
         if t == "binary_expression":
             op = n.child_by_field_name("operator")
             right = n.child_by_field_name("right")
-            if op is not None and right is not None and right.type == "number_literal":
-                k = self.text(right).rstrip("uUlL")
+            if op is not None and right is not None and (right.type == "number_literal" or
+                                                         self.text(right) == "warpSize"):
+                k = "32" if self.text(right) == "warpSize" else self.text(right).rstrip("uUlL")
                 try:
                     v = int(k, 0)
                 except ValueError:
@@ -867,8 +879,9 @@ class Renderer:
         return None
 
     def helper_call(self, node, fn_node, name: str, helpers: list[Function]):
+        from .facts import _callee
         args = self.args(node)
-        g = next((h for h in helpers if len(h.params) >= len(args)), helpers[0])
+        g = resolve(self.facts, Call(node, name, _callee(self.src, node)[1], args)) or helpers[0]
         sig = []
         for i, p in enumerate(g.params):
             a = args[i] if i < len(args) else None
@@ -878,14 +891,13 @@ class Renderer:
                 sig.append(self.sp.lvalue_space(a) or "thread" if a is not None else "thread")
             else:
                 sig.append(None)
-        names = {self.tr.request(h, tuple(sig)) for h in helpers if len(h.params) == len(g.params)}
         extra = self.extra_args(g, node)
         rendered_fn = self.rw(fn_node)
         inst = self.tr.request(g, tuple(sig))
+        name = T.safe_name(name)
         if inst != name:
             self.changed(node)
             rendered_fn = re.sub(rf"\b{re.escape(name)}\b(?!.*\b{re.escape(name)}\b)", inst, rendered_fn, count=1)
-        del names
         rendered_args = [self.rw(a) for a in args]
         if not extra:
             return f"{rendered_fn}({', '.join(rendered_args)})"
@@ -896,10 +908,10 @@ class Renderer:
         """What a call of helper `g` passes first: its threadgroup variables,
         builtins, dynamic threadgroup memory and global buffers (facts.Needs)."""
         from .facts import _callee
-        needs = self.facts.needs[g.name]
+        needs = self.facts.needs[g.node.start_byte]
         _, targs = _callee(self.src, call_node)
         out = []
-        for key, v in callee_shared(g, targs, needs).items():
+        for _, key, v in call_keys(g, targs, needs):
             if key[0] is not None and key[2] is None and any(x.template_params for x in self.facts.by_name[key[0]]) \
                     and self.mentions_template_param(v, key[0]):
                 self.diag("MK1033", call_node, f"the __shared__ array '{v.name}' of '{key[0]}' has a type that "
@@ -920,14 +932,18 @@ class Renderer:
 
     # -------------------------------------------------------- statements --
     def h_expression_statement(self, node):
-        call = node.named_children[0] if node.named_children else None
-        if call is None or call.type != "call_expression":
+        """printf, assert, __nanosleep: the statement is removed (with its diagnostic)."""
+        for call in walk(node):
+            if call.type != "call_expression":
+                continue
+            fn = call.child_by_field_name("function")
+            name = self.text(fn) if fn is not None else ""
+            rule = T.BY_NAME.get(name)
+            if rule is not None and rule.kind == "statement":
+                break
+        else:
             return None
-        fn = call.child_by_field_name("function")
-        name = self.text(fn) if fn is not None else ""
-        rule = T.BY_NAME.get(name)
-        if rule is None or rule.kind != "statement":
-            return None
+        name = "assert" if name == "__mk_cuda_assert_fail" else name
         self.diag(rule.code, call, f"'{name}' removed from the port: {T.DIAGNOSTICS[rule.code].title}")
         self.count_ref(rule, name, converted=False)
         self.changed(node)

@@ -348,6 +348,9 @@ RULES: list[Rule] = [
     *[_math(f, f"precise::{f}({{args}})", "the float overload") for f in _PRECISE],
     *[_math(c, f"fast::{m}({{args}})", "the fast approximate instruction") for c, m in _FAST.items()],
     *[_math(c, f"{m}({{args}})") for c, m in _SAME_MATH.items()],
+    _math("__builtin_inff", "INFINITY", "C's INFINITY"), _math("__builtin_huge_valf", "INFINITY"),
+    _math("__builtin_inf", "INFINITY"), _math("__builtin_huge_val", "INFINITY"),
+    _math("__builtin_nanf", "NAN", "C's NAN"), _math("__builtin_nan", "NAN"),
     _math("__fdividef", "fast::divide({0}, {1})"), _math("fdividef", "fast::divide({0}, {1})"),
     _math("__frcp_rn", "(1.0f / ({0}))"), _math("__fsqrt_rn", "precise::sqrt({0})"),
     _math("__frsqrt_rn", "precise::rsqrt({0})"),
@@ -419,6 +422,7 @@ RULES: list[Rule] = [
     _R("asm", "", K, "flag", code="MK1002"),
     _R("printf", "", K, "statement", code="MK1006"),
     _R("assert", "", K, "statement", code="MK1015"),
+    _R("__mk_cuda_assert_fail", "", K, "statement", code="MK1015", note="assert(), as pass 1 expands it"),
     _R("__nanosleep", "", SYNC, "statement", code="MK1028"),
     _R("clock", "0", SYNC, "flag", code="MK1028"), _R("clock64", "0", SYNC, "flag", code="MK1028"),
     _R("this_grid", "", SYNC, "flag", code="MK1004"), _R("grid_group", "", SYNC, "flag", code="MK1004"),
@@ -485,8 +489,20 @@ float2 float3 float4 half2 half3 half4 int2 int3 int4 uint2 uint3 uint4 vec pack
 min max abs clamp exp exp2 log log2 pow sqrt rsqrt sin cos tan fma fmin fmax floor ceil round trunc
 select mix step sign dot cross length normalize distance popcount clz ctz reverse_bits mulhi
 threadgroup_barrier simdgroup_barrier simd_sum simd_shuffle as_type kernel device constant thread threadgroup
-sampler texture1d texture2d texture3d
+sampler texture1d texture2d texture3d vertex fragment threadgroup_imageblock
 """.split())
+
+# Metal keywords a CUDA identifier may be (Packed128::constant in llm.c): the
+# port appends an underscore wherever the identifier appears.
+METAL_KEYWORDS = frozenset("""
+device constant thread threadgroup threadgroup_imageblock kernel vertex fragment ray_data object_data
+visible stitchable sampler texture1d texture2d texture3d patch
+""".split())
+
+
+def safe_name(name: str) -> str:
+    return name + "_" if name in METAL_KEYWORDS else name
+
 
 # Metal's limits the translator checks.
 MAX_BUFFERS = 31

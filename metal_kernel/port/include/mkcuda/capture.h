@@ -8,28 +8,53 @@
 // kernel). Each kernel notes its __PRETTY_FUNCTION__ when it runs, which
 // names the template arguments a launch deduced.
 #pragma once
+// Plain arrays, no STL containers: their headers collide with the CUDA
+// prelude's macros (__noinline__).
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <set>
-#include <string>
-#include <type_traits>
 
 namespace mk {
 namespace cuda {
 namespace capture {
 
-inline std::map<uintptr_t, size_t>& allocations() {
-  static std::map<uintptr_t, size_t> m;
-  return m;
+struct Allocation {
+  uintptr_t base;
+  size_t size;
+};
+struct Table {
+  Allocation* items = nullptr;
+  size_t count = 0, capacity = 0;
+};
+inline Table& allocations() {
+  static Table t;
+  return t;
 }
 inline void on_malloc(void* p, size_t n) {
-  if (p) allocations()[reinterpret_cast<uintptr_t>(p)] = n;
+  if (!p) return;
+  Table& t = allocations();
+  if (t.count == t.capacity) {
+    t.capacity = t.capacity ? 2 * t.capacity : 64;
+    t.items = static_cast<Allocation*>(realloc(t.items, t.capacity * sizeof(Allocation)));
+  }
+  t.items[t.count++] = {reinterpret_cast<uintptr_t>(p), n};
 }
-inline void on_free(void* p) { allocations().erase(reinterpret_cast<uintptr_t>(p)); }
+inline void on_free(void* p) {
+  Table& t = allocations();
+  for (size_t i = 0; i < t.count; ++i)
+    if (t.items[i].base == reinterpret_cast<uintptr_t>(p)) {
+      t.items[i] = t.items[--t.count];
+      return;
+    }
+}
+inline const Allocation* find(uintptr_t p) {
+  Table& t = allocations();
+  for (size_t i = 0; i < t.count; ++i)
+    if (t.items[i].base <= p && p < t.items[i].base + t.items[i].size) return &t.items[i];
+  return nullptr;
+}
 
 inline std::atomic<const char*>& last_kernel() {
   static std::atomic<const char*> k{nullptr};
@@ -38,9 +63,14 @@ inline std::atomic<const char*>& last_kernel() {
 inline void note(const char* pretty) { last_kernel().store(pretty, std::memory_order_relaxed); }
 
 inline const char* folder() { return getenv("MK_CUDA_CAPTURE"); }
-inline std::set<std::string>& captured() {
-  static std::set<std::string> s;
-  return s;
+// The kernels captured so far (by the launch's spelling).
+inline bool seen(const char* name) {
+  static const char* names[4096];
+  static int count = 0;
+  for (int i = 0; i < count; ++i)
+    if (strcmp(names[i], name) == 0) return true;
+  if (count < 4096) names[count++] = strdup(name);
+  return false;
 }
 inline int& launches() {
   static int n = 0;
@@ -56,34 +86,34 @@ inline void json_string(FILE* f, const char* s) {
   fputc('"', f);
 }
 
+// A pointer argument: the bytes of its allocation from the pointer on.
 template <class T>
-void arg(FILE* f, int launch, int i, const T& v) {
+void arg(FILE* f, int launch, int i, T* v) {
   if (i) fputc(',', f);
-  if constexpr (std::is_pointer_v<T>) {
-    const uintptr_t p = reinterpret_cast<uintptr_t>(v);
-    auto& m = allocations();
-    auto it = m.upper_bound(p);
-    if (p && it != m.begin()) {
-      --it;
-      if (p < it->first + it->second) {
-        char name[64];
-        snprintf(name, sizeof name, "%d_%d.bin", launch, i);
-        std::string path = std::string(folder()) + "/" + name;
-        if (FILE* d = fopen(path.c_str(), "wb")) {
-          fwrite(reinterpret_cast<const void*>(p), 1, it->first + it->second - p, d);
-          fclose(d);
-        }
-        fprintf(f, "{\"kind\":\"buffer\",\"file\":\"%s\",\"bytes\":%zu}", name, size_t(it->first + it->second - p));
-        return;
-      }
-    }
+  const uintptr_t p = reinterpret_cast<uintptr_t>(v);
+  const Allocation* a = p ? find(p) : nullptr;
+  if (!a) {
     fprintf(f, "{\"kind\":\"pointer\",\"null\":%s}", p ? "false" : "true");
-  } else {
-    fprintf(f, "{\"kind\":\"value\",\"hex\":\"");
-    const unsigned char* b = reinterpret_cast<const unsigned char*>(&v);
-    for (size_t k = 0; k < sizeof(T); ++k) fprintf(f, "%02x", b[k]);
-    fprintf(f, "\"}");
+    return;
   }
+  char name[64], path[4096];
+  snprintf(name, sizeof name, "%d_%d.bin", launch, i);
+  snprintf(path, sizeof path, "%s/%s", folder(), name);
+  const size_t n = a->base + a->size - p;
+  if (FILE* d = fopen(path, "wb")) {
+    fwrite(reinterpret_cast<const void*>(p), 1, n, d);
+    fclose(d);
+  }
+  fprintf(f, "{\"kind\":\"buffer\",\"file\":\"%s\",\"bytes\":%zu}", name, n);
+}
+// A value: its bytes.
+template <class T>
+void arg(FILE* f, int, int i, const T& v) {
+  if (i) fputc(',', f);
+  fprintf(f, "{\"kind\":\"value\",\"hex\":\"");
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(&v);
+  for (size_t k = 0; k < sizeof(T); ++k) fprintf(f, "%02x", b[k]);
+  fprintf(f, "\"}");
 }
 
 // Before a launch: whether to run it; records it when it is the first of its kernel.
@@ -92,14 +122,14 @@ bool begin(const char* name, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
            size_t smem, FILE** record, const A&... args) {
   *record = nullptr;
   if (!folder()) return true;
-  if (captured().count(name)) {
+  if (seen(name)) {
     const char* skip = getenv("MK_CUDA_CAPTURE_SKIP");
     return !(skip && skip[0] == '1');
   }
-  captured().insert(name);
   const int n = launches()++;
-  std::string path = std::string(folder()) + "/launches.jsonl";
-  FILE* f = fopen(path.c_str(), "a");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/launches.jsonl", folder());
+  FILE* f = fopen(path, "a");
   if (!f) return true;
   fprintf(f, "{\"launch\":%d,\"name\":", n);
   json_string(f, name);
