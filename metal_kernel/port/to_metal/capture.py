@@ -54,11 +54,15 @@ def template_args(pretty: str) -> str | None:
 def spelling_of(record: dict) -> str:
     """The CUDA spelling of a recorded launch: `k`, `ns::k`, `k<float, 4>`."""
     name = " ".join(record["name"].split())
-    if "<" in name:
-        base, _, rest = name.partition("<")
-        return f"{base.strip()}<{normalise_template_args(rest.rsplit('>', 1)[0])}>"
+    base, lt, rest = name.partition("<")
+    # The instantiation the kernel reported wins: the launch may spell its
+    # template arguments with names local to the host code (`k<int_const.value>`).
     targs = template_args(record.get("pretty", ""))
-    return f"{name}<{targs}>" if targs else name
+    if targs:
+        return f"{base.strip()}<{targs}>"
+    if lt:
+        return f"{base.strip()}<{normalise_template_args(rest.rsplit('>', 1)[0])}>"
+    return name
 
 
 def read_captures(folder: str | Path) -> dict[str, dict]:
@@ -82,9 +86,9 @@ def read_captures(folder: str | Path) -> dict[str, dict]:
             if a["kind"] == "buffer":
                 args.append({"kind": "buffer", "data": (folder / a["file"]).read_bytes()})
             elif a["kind"] == "value":
-                args.append({"kind": "value", "bytes": bytes.fromhex(a["hex"])})
+                args.append({"kind": "value", "bytes": bytes.fromhex(a["hex"]), "type": a.get("type", "struct")})
             else:
-                args.append({"kind": "pointer", "data": None})
+                args.append({"kind": "pointer", "data": None, "null": a.get("null", False)})
         out[spelling] = {"grid": rec["grid"], "block": rec["block"], "smem": rec["smem"], "args": args,
                          "where": f"launch {rec['launch']} of the program ({rec['name']})",
                          "pretty": rec.get("pretty", "")}

@@ -70,7 +70,8 @@ class Emitter:
             if not f.kernel and f.node.start_byte not in self.instances:
                 self.render_instance(f, self.default_sig(f))
         self.broken_names: dict[str, list[Diagnostic]] = {}
-        chunks = self.items(self.src.pp.root)
+        self.tail: list[Chunk] = []  # explicit instantiations, after everything they may name
+        chunks = self.items(self.src.pp.root) + self.tail
         self.attribute_errors()
         head = HEADER.format(file=self.src.filename.split("/")[-1])
         helpers = helper_text(self.tr.helpers)
@@ -275,8 +276,11 @@ class Emitter:
             if name is not None and self.src.node_text(name) in self.facts.fnptr_aliases:
                 return []
             return self.file_chunk(node)
-        if t in ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier",
-                 "static_assert_declaration", "using_declaration", "namespace_alias_definition",
+        if t in ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier"):
+            # The definition's `;` is a sibling token in the tree.
+            chunks = self.file_chunk(node)
+            return [Chunk(c.text + ";", c.kernels, c.name, c.function) for c in chunks]
+        if t in ("static_assert_declaration", "using_declaration", "namespace_alias_definition",
                  "alias_declaration"):
             return self.file_chunk(node)
         if t in (";",):
@@ -336,7 +340,9 @@ class Emitter:
             out = [Chunk(text, spellings, f.name, function=True)]
             for port, line in zip(ports, lines):
                 if line is not None:  # one chunk per instantiation: each can be left out alone
-                    out.append(Chunk(line, frozenset([port.spelling]), port.spelling, function=True))
+                    for ns in reversed([x for x in f.scope if x]):
+                        line = f"namespace {ns} {{ {line} }}"
+                    self.tail.append(Chunk(line, frozenset([port.spelling]), port.spelling, function=True))
             return out
         out = []
         per = self.instances.get(fn_node.start_byte, {})
@@ -359,13 +365,17 @@ class Emitter:
 
     def functor(self, f: Function) -> str:
         """A device function used as a template argument: Metal has no
-        function pointers, so the template gets a functor type instead."""
-        r = self.file_renderer()
-        ret = f.node.child_by_field_name("type")
-        params = ", ".join(r.rw(p.node) for p in f.params)
-        args = ", ".join(p.name for p in f.params)
-        return (f"struct {f.name}_fn {{ {r.rw(ret) if ret is not None else 'void'} operator()({params}) const "
-                f"{{ return {f.name}({args}); }} }};")
+        function pointers, so the template takes this functor type instead.
+        Its call forwards the arguments as they are (their address spaces are
+        part of the deduced types)."""
+        needs = self.facts.needs[f.node.start_byte]
+        if needs.builtins or needs.shared or needs.dynamic or needs.globals:
+            d = self.tr.diagnose("MK1024", f.node, f"'{f.name}' is passed as a template argument but needs "
+                                                   "the thread's indices or threadgroup memory", f.name)
+            self.errors_by_function.setdefault(f.name, []).append(d)
+        name = T.safe_name(f.name)
+        return (f"struct {f.name}_fn {{ template <typename... A> auto operator()(A... a) const "
+                f"{{ return {name}(a...); }} }};")
 
     @staticmethod
     def disable(text: str, errors: list[Diagnostic]) -> str:
@@ -400,6 +410,25 @@ class FileRenderer(Renderer):
             return self.splice(node)
         finally:
             self.memory_type -= 1
+
+
+def null_tests(src: CudaSource, fn: Function) -> dict[int, tuple[str, bool]]:
+    """The comparisons of a kernel's pointer parameters with NULL / nullptr / 0:
+    node start -> (parameter, True for ==)."""
+    pointers = {p.name for p in fn.params if p.pointer}
+    out = {}
+    for n in walk(fn.body) if fn.body is not None else []:
+        if n.type != "binary_expression":
+            continue
+        op = n.child_by_field_name("operator")
+        if op is None or src.node_text(op) not in ("==", "!="):
+            continue
+        left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+        for a, b in ((left, right), (right, left)):
+            if a is not None and b is not None and a.type == "identifier" and src.node_text(a) in pointers and \
+                    src.node_text(b).replace(" ", "") in ("nullptr", "NULL", "0", "__null", "(void*)0"):
+                out[n.start_byte] = (src.node_text(a), src.node_text(op) == "==")
+    return out
 
 
 class FunctionRenderer(Renderer):
@@ -510,6 +539,7 @@ class KernelRenderer(FunctionRenderer):
         self.read, self.written = buffer_use(self.src, fn.body, self.env)
         self.param_list: list[str] = []
         self.max_threads = 1024
+        self.null_tested = null_tests(self.src, fn)
         # A kernel named like a Metal builtin (`atomic_int`) would not compile.
         self.metal_function_name = fn.name + "_kernel" if fn.name in T.METAL_RESERVED else fn.name
 
@@ -534,7 +564,9 @@ class KernelRenderer(FunctionRenderer):
         n = len(fn.params)
         for k, g in enumerate(self.needs.globals):
             params.append(f"{self.global_param(g)} [[buffer({n + k})]]")
-        if n + len(self.needs.globals) > T.MAX_BUFFERS:
+        if self.null_tested:
+            params.append(f"constant uint& mk_present [[buffer({n + len(self.needs.globals)})]]")
+        if n + len(self.needs.globals) + bool(self.null_tested) > T.MAX_BUFFERS:
             self.diag("MK1008", fn.node, f"kernel '{fn.name}' binds {n + len(self.needs.globals)} buffers "
                                          f"(Metal: at most {T.MAX_BUFFERS})")
         for b in self.needs.builtins:
@@ -579,7 +611,7 @@ class KernelRenderer(FunctionRenderer):
                 t = self.rw(p.node.child_by_field_name("type"))
                 out.append(f"\n  {t} {p.name} = mk_arg_{p.name};")
         for v in fn.shared:
-            if v.extern:
+            if v.extern or self.in_place(v):
                 continue
             t = "atomic_int" if v.name == SYNC_COUNTER else self.render_type_text(v.type_text)
             out.append(f"\n  threadgroup {t} {v.name}{''.join(v.dims)};")
@@ -594,8 +626,29 @@ class KernelRenderer(FunctionRenderer):
                 out.append(f"\n  threadgroup {elem}* {name} = (threadgroup {elem}*){self.dynamic_name()};")
         return "".join(out)
 
+    def in_place(self, v: SharedVar) -> bool:
+        """A __shared__ array declared at the top level of the kernel's body
+        stays where it is (its size may use a constant declared before it);
+        one in a nested block moves to the top of the body (Metal declares
+        threadgroup memory at kernel scope)."""
+        return v.node is not None and v.node.parent is not None and v.node.parent == self.fn.body
+
     def shared_declaration(self, node):
-        return super().shared_declaration(node)  # static: in the prologue; extern: cast from the parameter
+        if "extern" not in keywords(node) and node.parent == self.fn.body:
+            self.count_ref(T.KEYWORDS["__shared__"], "__shared__")
+            self.changed(node)
+            parts = []
+            for d in node.children_by_field_name("declarator"):
+                name = declarator_name(d)
+                v = next((x for x in self.fn.shared if name is not None and x.name == self.text(name)), None)
+                if v is not None:
+                    dims = "".join(self.rw_text(dim) for dim in v.dims)
+                    parts.append(f"threadgroup {self.render_type_text(v.type_text)} {v.name}{dims};")
+            return " ".join(parts)
+        return super().shared_declaration(node)  # nested: in the prologue; extern: cast from the parameter
+
+    def rw_text(self, dim: str) -> str:
+        return dim  # sizes are constant expressions: nothing in them to translate
 
     # ------------------------------------------------------------ ports --
     def port(self, spelling: str, name: str, targs: str | None) -> KernelPort:
@@ -608,10 +661,10 @@ class KernelRenderer(FunctionRenderer):
             ct = canonical_type(text, self.em.typedefs)
             if p.pointer:
                 usage = "inout"
-                if p.name in self.written and p.name not in self.read:
-                    usage = "out"
-                elif p.name not in self.written:
+                if p.const_pointee or p.name not in self.written:
                     usage = "in"
+                elif p.name not in self.read:
+                    usage = "out"
                 params.append(ParamSpec(p.name, "buffer", ct, SCALAR_DTYPES.get(ct), p.const_pointee, usage,
                                         ELEMENT_BYTES.get(ct)))
             else:
@@ -624,10 +677,25 @@ class KernelRenderer(FunctionRenderer):
                                        canonical_type(gl.type_text, self.em.typedefs), None))
         file, line, _ = self.src.where(fn.node)
         return KernelPort(spelling, name, file, line, params, globals_,
-                          self.primary_extern() is not None or self.needs.dynamic, self.max_threads)
+                          self.primary_extern() is not None or self.needs.dynamic, self.max_threads,
+                          present_mask=bool(self.null_tested))
+
+    # ------------------------------------------------------- null tests --
+    def h_binary_expression(self, node):
+        """`p != NULL` / `p == nullptr` on a buffer parameter: Metal binds no
+        null buffers, so the launcher passes which ones were given (mk_present)."""
+        test = self.null_tested.get(node.start_byte)
+        if test is None:
+            return None
+        name, equal = test
+        self.changed(node)
+        i = next(i for i, p in enumerate(self.fn.params) if p.name == name)
+        bit = f"((mk_present >> {i}u) & 1u)"
+        return f"({bit} == 0u)" if equal else f"({bit} != 0u)"
 
     def instantiation_line(self, name: str, targs: str) -> str:
-        args = [self.render_type_text(a) for a in split_template_args(targs)]
+        args = [a.lstrip("&").strip() + "_fn" if a.lstrip("&").strip() in self.facts.functor_args
+                else self.render_type_text(a) for a in split_template_args(targs)]
         mapping = dict(zip(self.fn.template_params, args))
         params = ", ".join(substitute(p, mapping) for p in self.param_list)
         return (f'template [[host_name("{name}")]] [[kernel]] void {self.metal_function_name}<{", ".join(args)}>'

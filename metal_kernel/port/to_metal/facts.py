@@ -371,6 +371,11 @@ def collect(src: CudaSource) -> Facts:
                         text = src.node_text(a).strip()
                         if text in by_name and any(not g.kernel for g in by_name[text]):
                             functor_args.add(text)
+    for inst in src.unit.instantiations:  # kernel templates instantiated with a device function
+        for a in normalise_template_args(inst.template_args).split(", "):
+            a = a.lstrip("&").strip()
+            if a in by_name and any(not g.kernel for g in by_name[a]):
+                functor_args.add(a)
     facts = Facts(c.functions, by_name, c.globals, c.file_shared, c.fnptr_aliases, functor_args, {})
     facts.needs = _needs(facts)
     return facts

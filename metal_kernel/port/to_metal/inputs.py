@@ -79,6 +79,20 @@ def make_launch(k: KernelPort, sizes: dict, capture: dict | None, seed: int = 0)
     return args, launch, notes
 
 
+def _host_value(a: dict):
+    """The recorded host value as a Python number (the launcher converts it
+    to the parameter's type, as the launch did)."""
+    raw, kind = a["bytes"], a.get("type", "struct")
+    n = len(raw)
+    if kind == "f" and n in (2, 4, 8):
+        return float(np.frombuffer(raw, {2: np.float16, 4: np.float32, 8: np.float64}[n])[0])
+    if kind in ("i", "u") and n in (1, 2, 4, 8):
+        return int(np.frombuffer(raw, np.dtype(f"{kind}{n}"))[0])
+    if n == 1:
+        return bool(raw[0])
+    return raw
+
+
 def from_capture(k: KernelPort, cap: dict):
     """A launch recorded from the program: its buffers (the data the kernel
     saw, outputs poisoned), scalars and geometry."""
@@ -86,6 +100,9 @@ def from_capture(k: KernelPort, cap: dict):
     for p, a in zip(k.params, cap["args"]):
         if p.kind == "buffer":
             if a.get("data") is None:
+                if a.get("null"):
+                    args.append(None)
+                    continue
                 raise ValueError(f"kernel '{k.spelling}': argument '{p.name}' of the recorded launch is not "
                                  "device memory from cudaMalloc")
             raw = np.frombuffer(a["data"], np.uint8)
@@ -96,10 +113,7 @@ def from_capture(k: KernelPort, cap: dict):
                 arr = poison(dtype, n) if p.dtype != "bfloat16" else np.full(n, 0x7FC1, np.uint16)
             args.append(arr)
         elif p.kind == "scalar":
-            dt = np.dtype("uint16" if p.dtype == "bfloat16" else p.dtype)
-            v = np.frombuffer(a["bytes"], dt)[0]
-            args.append(v.item() if p.dtype != "bfloat16" else float(
-                (np.uint32(v) << np.uint32(16)).view(np.float32)))
+            args.append(_host_value(a))
         else:
             args.append(a["bytes"])
     if len(cap["args"]) != len(k.params):

@@ -70,11 +70,16 @@ class PortKernel:
             raise TypeError(f"kernel '{self.name}' takes {len(port.params)} argument(s) "
                             f"({', '.join(p.name for p in port.params)}), got {len(args)}")
         out = []
+        present = 0
         for i, (a, p) in enumerate(zip(args, port.params)):
             what = f"kernel '{self.name}': argument {i} ('{p.name}', {p.cuda_type})"
             if p.kind == "buffer":
                 if a is None:
-                    raise ValueError(f"{what}: Metal cannot bind a null buffer (MK1031); pass an array")
+                    if not port.present_mask:
+                        raise ValueError(f"{what}: Metal cannot bind a null buffer (MK1031); pass an array")
+                    out.append(np.zeros(16, np.uint8))  # the kernel tests mk_present, never this buffer
+                    continue
+                present |= 1 << i
                 if not (_is_ndarray(a) or _is_tensor(a)):
                     raise TypeError(f"{what}: pass a tensor or a numpy array, not {type(a).__name__}")
                 size = a.element_size() if _is_tensor(a) else a.dtype.itemsize
@@ -92,6 +97,8 @@ class PortKernel:
                 out.append(bytes(a))
         for g in port.globals:
             out.append(self._library.global_buffer(g, self.name))
+        if port.present_mask:
+            out.append(np.uint32(present & 0xFFFFFFFF).tobytes())
         return out
 
     def __call__(self, *args, grid, block, shared_mem: int = 0, timeout=None):
@@ -218,7 +225,7 @@ class PortLibrary:
         for k in report["kernels"]:
             port = KernelPort(k["spelling"], k["metal_name"], k["file"], k["line"],
                               [ParamSpec(**p) for p in k["params"]], [GlobalSpec(**g) for g in k["globals"]],
-                              k["dynamic_shared"], k["max_threads"], [], k["translated"])
+                              k["dynamic_shared"], k["max_threads"], [], k["translated"], k.get("present_mask", False))
             port.diagnostics = [Diagnostic(**d) for d in report["diagnostics"] if d["code"] in k["why_not"]]
             kernels.append(port)
         lib = compile_shader(Path(metal_path).read_text(), source_name=str(metal_path))

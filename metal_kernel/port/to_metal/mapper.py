@@ -293,6 +293,8 @@ class Renderer:
         rule = T.BY_NAME.get(text)
         if rule is None:
             return None
+        if node.type == "identifier" and self.env.get(text) is not None and rule.kind == "name":
+            return None  # a variable that happens to be named like a CUDA type (`int dim3`)
         if rule.kind == "flag":
             self.diag(rule.code, node, f"'{text}' has no Metal counterpart")
             self.count_ref(rule, text, converted=False)

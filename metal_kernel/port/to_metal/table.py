@@ -133,9 +133,9 @@ DIAGNOSTICS: dict[str, DiagnosticKind] = {d.code: d for d in [
        "variable the host can write becomes a buffer parameter after the kernel's own, and the launcher "
        "binds it (set it with lib.set_constant).",
        "Nothing to do with the generated launcher; a native host must bind the buffer itself."),
-    _D("MK1024", "error", "kernel launch from deduced types needs the call site",
-       "A function pointer or template-parameter call reaches a helper that needs the thread's indices or "
-       "threadgroup memory, which Metal passes only as parameters.",
+    _D("MK1024", "error", "function passed as a template argument needs the thread's context",
+       "Metal has no function pointers: a device function passed as a template argument becomes a functor "
+       "type, whose call cannot supply the thread indices or threadgroup memory Metal passes as parameters.",
        "Call the helper directly, or pass the indices to it yourself."),
     _D("MK1025", "note", "emulated function",
        "Metal has no such function; the port calls a helper written with Metal functions (its accuracy "

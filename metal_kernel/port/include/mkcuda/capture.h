@@ -106,11 +106,13 @@ void arg(FILE* f, int launch, int i, T* v) {
   }
   fprintf(f, "{\"kind\":\"buffer\",\"file\":\"%s\",\"bytes\":%zu}", name, n);
 }
-// A value: its bytes.
+// A value: its bytes and what they are (the host's type; the kernel's
+// parameter may be another one the launch converts to).
 template <class T>
 void arg(FILE* f, int, int i, const T& v) {
   if (i) fputc(',', f);
-  fprintf(f, "{\"kind\":\"value\",\"hex\":\"");
+  const char* type = __is_floating_point(T) ? "f" : __is_integral(T) ? (__is_signed(T) ? "i" : "u") : "struct";
+  fprintf(f, "{\"kind\":\"value\",\"type\":\"%s\",\"hex\":\"", type);
   const unsigned char* b = reinterpret_cast<const unsigned char*>(&v);
   for (size_t k = 0; k < sizeof(T); ++k) fprintf(f, "%02x", b[k]);
   fprintf(f, "\"}");
