@@ -23,11 +23,12 @@ import re
 from ..analyse import Instantiation
 from ..parse import declarator_name, keywords, walk
 from . import table as T
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, make
 from .facts import SYNC_COUNTER, Facts, Function, Needs, SharedVar, _is_function_declarator
 from .helpers import helper_text
 from .mapper import Renderer, Translation, kernel_param_is_modified, mangle, split_template_args, substitute
 from .model import ELEMENT_BYTES, SCALAR_DTYPES, Chunk, GlobalSpec, KernelPort, ParamSpec, canonical_type
+from .globals_init import global_bytes
 from .source import CudaSource
 from .spaces import buffer_use
 
@@ -185,12 +186,44 @@ class Emitter:
     def names_used(self, f: Function) -> set[str]:
         return {self.src.node_text(n) for n in walk(f.node) if n.type in ("identifier", "type_identifier")}
 
+    def warp_size_assumptions(self) -> list[tuple[str, Diagnostic]]:
+        """`#define WARP_SIZE 64`, `constexpr int kWarpSize = 64;` in the user's
+        files: (the name, its MK1007 diagnostic). Pass 1 expanded the macro,
+        so kernels are matched by their original lines."""
+        out = []
+        pattern = re.compile(r"^\s*(?:#\s*define\s+(\w*warp\w*size\w*)\s*\(?\s*(\d+)"
+                             r"|(?:static\s+)?(?:const|constexpr)[\w\s]*?\b(\w*warp\w*size\w*)\s*=\s*(\d+))",
+                             re.IGNORECASE)
+        for i, line in enumerate(self.src.original.splitlines(), 1):
+            m = pattern.match(line)
+            if not m:
+                continue
+            name, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            if int(value) != 32:
+                d = make("MK1007", (self.src.filename, i, m.start(1) + 1 if m.group(1) else 1),
+                         f"'{name}' is {value}: Apple simdgroups are 32 lanes wide")
+                self.tr.diagnostics[("MK1007", i, name)] = d
+                out.append((name, d))
+        return out
+
+    def original_text(self, f: Function) -> str:
+        file, lo, _ = self.src.where(f.node.start_byte)
+        _, hi, _ = self.src.where(max(f.node.end_byte - 1, f.node.start_byte))
+        if file != self.src.filename:
+            return ""
+        return "\n".join(self.src.original.splitlines()[lo - 1:hi])
+
     def attribute_errors(self):
         """A kernel is not translated when it, a helper it calls, or a type or
         constant it names has an error."""
+        warp_sizes = self.warp_size_assumptions()
         for start, (text, ports, lines, r) in self.kernel_text.items():
             f = r.fn
             errs = list(r.errors)
+            if warp_sizes:
+                texts = self.original_text(f) + "".join(self.original_text(g) for name in self.reachable(f)
+                                                         for g in self.facts.by_name.get(name, []))
+                errs += [d for name, d in warp_sizes if re.search(rf"\b{re.escape(name)}\b", texts)]
             reach = sorted(self.reachable(f))
             for name in reach:
                 for d in self.errors_by_function.get(name, []):
@@ -318,6 +351,11 @@ class Emitter:
                 g = self.facts.globals.get(self.src.node_text(name)) if name is not None else None
                 if g is None:
                     continue
+                nbytes = global_bytes(g)
+                if g.kind == "constant" and nbytes is not None and nbytes > T.MAX_CONSTANT_BYTES:
+                    d = self.tr.diagnose("MK1009", node, f"__constant__ '{g.name}' holds {nbytes} bytes "
+                                                         f"(CUDA's constant bank: {T.MAX_CONSTANT_BYTES})")
+                    self.broken_names.setdefault(g.name, []).append(d)
                 if g.buffer:
                     self.tr.diagnose("MK1023", node, f"'{g.name}' is a buffer parameter of the kernels that use it")
                     continue

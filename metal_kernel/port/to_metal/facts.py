@@ -77,8 +77,9 @@ class Global:
 
     @property
     def buffer(self) -> bool:
-        """Whether it becomes a buffer parameter (else a program-scope constant)."""
-        return self.kind == "device" or self.host_written
+        """Whether it becomes a buffer parameter; else a program-scope Metal
+        constant (a __constant__ with an initializer the host never writes)."""
+        return self.kind == "device" or self.host_written or self.init is None
 
 
 @dataclass

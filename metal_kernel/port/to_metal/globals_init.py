@@ -37,6 +37,15 @@ def _numbers(init: str) -> list[str] | None:
     return items if all(_NUMBER.match(x) for x in items) else None
 
 
+def global_bytes(g) -> int | None:
+    """The size of a global variable of a scalar type, when its dimensions are numbers."""
+    dtype = SCALAR_DTYPES.get(canonical_type(g.type_text, {}))
+    count = _count(g.dims)
+    if dtype is None or count is None:
+        return None
+    return (2 if dtype == "bfloat16" else np.dtype(dtype).itemsize) * count
+
+
 def initial_values(src: CudaSource, facts: Facts) -> tuple[dict[str, int], dict[str, bytes]]:
     sizes, init = {}, {}
     for g in facts.globals.values():

@@ -75,7 +75,7 @@ class Translation:
 
     def diagnose(self, code: str, node, message: str, function: str = "") -> Diagnostic:
         d = make(code, self.src.where(node), message, function)
-        key = (code, node.start_byte if node is not None else -1, message)
+        key = (code, d.file, d.line, message)  # one per line: a call and its name are one construct
         return self.diagnostics.setdefault(key, d)
 
     def request(self, fn: Function, sig: tuple) -> str:
@@ -499,8 +499,7 @@ class Renderer:
         helpers = self.facts.helpers(name)
         if helpers and not self.facts.by_name.get(name, [None])[0].kernel:
             return self.helper_call(node, fn, name, helpers)
-        if name in self.facts.by_name:  # a kernel: dynamic parallelism
-            self.diag("MK1005", node, f"launch of kernel '{name}' from device code")
+        if name in self.facts.by_name:  # a kernel launched from device code: kernel_call_syntax's diagnostic
             return None
         rule = T.BY_NAME.get(name)
         if rule is not None:
@@ -983,6 +982,13 @@ class Renderer:
     def h_virtual(self, node):
         self.diag("MK1017", node, "a virtual function: Metal has none")
         return None
+
+    def h_namespace_alias_definition(self, node):
+        if "cooperative_groups" in self.text(node):
+            self.tr.helpers.add("cg")
+        return None
+
+    h_using_declaration = h_namespace_alias_definition
 
     def h_alias_declaration(self, node):
         name = node.child_by_field_name("name")

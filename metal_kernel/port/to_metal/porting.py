@@ -238,7 +238,8 @@ def _assemble(chunks: list[Chunk], kernels: list[KernelPort]) -> str:
 
 
 def _tidy(text: str) -> str:
-    lines = [ln.rstrip() for ln in text.split("\n")]
+    # `__device__ float f()` loses its keyword, not the space after it.
+    lines = [re.sub(r"^ (?=[A-Za-z_])", "", ln.rstrip()) for ln in text.split("\n")]
     out, blank = [], 0
     for ln in lines:
         blank = blank + 1 if not ln else 0

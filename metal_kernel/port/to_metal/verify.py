@@ -218,6 +218,8 @@ def verify_kernel(result, name: str, args, grid, block, shared_mem=0, check=True
             plib.set_constant(g.name, clib.get_constant(g.name))
         except KeyError:
             pass
+    if check:
+        _share_globals(clib)
     before = [_copy(a) for a in args]
     orig_args = [_copy(a) for a in args]
     port_args = [_copy(a) for a in args]
@@ -255,6 +257,20 @@ def verify_kernel(result, name: str, args, grid, block, shared_mem=0, check=True
     wrote = any(b.written for b in res.buffers)
     res.ok = all(b.match for b in res.buffers) and not new_findings and wrote
     return res
+
+
+def _share_globals(clib):
+    """The checked build of a CUDA library is another library with its own
+    __constant__ / __device__ variables: give it the values the caller set
+    (check() itself does not copy them)."""
+    symbols = getattr(clib, "_symbols", None)
+    if not symbols:
+        return
+    from ...check.session import checked_library
+
+    checked = checked_library(clib)
+    for name in symbols:
+        checked.set_constant(name, clib.get_constant(name))
 
 
 def _jsonable(v):
