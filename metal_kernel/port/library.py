@@ -141,9 +141,10 @@ class CudaKernel(Kernel):
 
     def _error(self, err: ErrorInfo, b) -> KernelError:
         e = super()._error(err, b)
-        if not isinstance(e, KernelError) or e.thread is None or e.threadgroup is None:
+        launch = getattr(self, "_launch_args", None)  # unset on a checked build's kernel (check() runs it)
+        if not isinstance(e, KernelError) or e.thread is None or e.threadgroup is None or launch is None:
             return e
-        _, block = self._launch_args
+        _, block = launch
         tid = tuple(e.thread[i] - e.threadgroup[i] * block[i] for i in range(3))
         message = str(e).replace(f"in thread {list(e.thread)} (threadgroup {list(e.threadgroup)})",
                                  f"in thread {tid} of block {tuple(e.threadgroup)}")

@@ -46,6 +46,7 @@ class PortResult:
     global_init: dict = field(default_factory=dict)
     _library: PortLibrary | None = None
     _cuda = None
+    _src: CudaSource | None = None
     _compiled_text: str | None = None
 
     # -------------------------------------------------------------- text --
@@ -92,14 +93,14 @@ class PortResult:
                 if not self._exclude(e, text):
                     raise
                 continue
-            self._library = PortLibrary(lib, self.kernels, self.global_sizes, self.global_init)
-            self._compiled_text = text
             for k in self.kernels:
                 mk = lib._kernels.get(k.metal_name) if k.translated else None
                 if mk is not None and mk.static_thread_group_memory_length > 32 * 1024:
                     self._fail(k, make("MK1010", (k.file, k.line, 1),
                                        f"kernel '{k.spelling}' declares {mk.static_thread_group_memory_length} "
                                        "bytes of threadgroup memory (an Apple GPU has 32768)", k.spelling))
+            self._library = PortLibrary(lib, self.kernels, self.global_sizes, self.global_init)
+            self._compiled_text = text
             return self._library
         raise RuntimeError("the port does not compile")  # pragma: no cover - each round removes a kernel
 
@@ -132,13 +133,45 @@ class PortResult:
             self.diagnostics.append(d)
 
     def cuda_library(self):
-        """The original, through load_cuda (the reference verify compares with)."""
-        if self._cuda is None:
-            from .. import load_cuda
+        """The original, through load_cuda (the reference verify compares with).
+        A function load_cuda cannot build either (inline PTX, textures: the
+        kernels the port flags too) is blanked out of this copy of the source,
+        so that the file's other kernels can still be verified."""
+        if self._cuda is not None:
+            return self._cuda
+        from .. import CudaCompileError, load_cuda
 
-            self._cuda = load_cuda(self.source, filename=self.filename, include_dirs=self.include_dirs,
-                                   defines=self.defines)
-        return self._cuda
+        text = self.source
+        for _ in range(64):
+            try:
+                self._cuda = load_cuda(text, filename=self.filename, include_dirs=self.include_dirs,
+                                       defines=self.defines)
+                return self._cuda
+            except CudaCompileError as e:
+                span = self._function_lines(e.filename, e.lineno)
+                if span is None:
+                    raise
+                lines = text.split("\n")
+                for i in range(span[0] - 1, min(span[1], len(lines))):
+                    lines[i] = ""
+                text = "\n".join(lines)
+        raise RuntimeError(f"{self.filename}: load_cuda keeps failing")
+
+    def _function_lines(self, file, line) -> tuple[int, int] | None:
+        """The lines of the main file's top-level definition that holds `line`."""
+        src = self._src
+        if src is None or file != self.filename or not line:
+            return None
+        from ..parse import walk
+
+        for n in walk(src.pp.root):
+            if n.type not in ("function_definition", "template_declaration"):
+                continue
+            f1, l1, _ = src.where(n.start_byte)
+            _, l2, _ = src.where(max(n.end_byte - 1, n.start_byte))
+            if f1 == file and l1 <= line <= l2:
+                return l1, l2
+        return None
 
     # ------------------------------------------------------------ verify --
     def verify(self, name: str, *args, grid, block, shared_mem: int = 0, check: bool = True, rtol=None, atol=None,
@@ -287,7 +320,7 @@ def _translate(src: CudaSource, source: str, filename: str, include_dirs, define
 
     sizes, init = initial_values(src, facts)
     return PortResult(source, filename, chunks, kernels, diags, counts, include_dirs, defines,
-                      global_sizes=sizes, global_init=init)
+                      global_sizes=sizes, global_init=init, _src=src)
 
 
 def _user_line_count(src: CudaSource) -> int:

@@ -13,7 +13,10 @@ __global__ void uses_printf(const float* x, float* y) { printf("%f\n", x[threadI
 __global__ void uses_warp64(const float* x, float* y) { float v = x[threadIdx.x]; y[threadIdx.x] = __shfl_sync(0xffffffff, v, threadIdx.x % WARP_SIZE, WARP_SIZE); }
 __global__ void uses_constant(float* y) { y[threadIdx.x] = big_table[threadIdx.x]; }
 __global__ void uses_big_shared(const float* x, float* y) { __shared__ float s[9000]; s[threadIdx.x] = x[threadIdx.x]; __syncthreads(); y[threadIdx.x] = s[8999 - threadIdx.x]; }
-__global__ void uses_partial_mask(const int* x, int* y) { int v = x[threadIdx.x]; y[threadIdx.x] = __shfl_xor_sync(0x0000ffffu, v, 1); }
+__global__ void uses_partial_mask(const int* x, int* y) {
+  int v = x[threadIdx.x];
+  if (threadIdx.x % 32 < 16) y[threadIdx.x] = __shfl_xor_sync(0x0000ffffu, v, 1);
+}
 __global__ void uses_atomic64(unsigned long long* c) { atomicAdd(c, 1ull); }
 __global__ void many_buffers(float* a0, float* a1, float* a2, float* a3, float* a4, float* a5, float* a6, float* a7,
   float* a8, float* a9, float* a10, float* a11, float* a12, float* a13, float* a14, float* a15, float* a16, float* a17,
