@@ -103,7 +103,7 @@ def test_atomics(rules_port):
     m = rules_port.metal
     assert "atomic_fetch_add_explicit((device atomic<float>*)(fsum), x[i], memory_order_relaxed)" in m
     assert "atomic_fetch_max_explicit((device atomic<int>*)(imax)" in m
-    assert "mk_atomic_cas((device atomic<int>*)(p), assumed, as_type<int>(v))" in m
+    assert "mk_atomic_cas((device atomic<int>*)(p), assumed, as_type<int>(float(v)))" in m
     assert any(d.code == "MK1013" for d in rules_port.diagnostics)  # atomicInc by compare-and-swap
     x = np.random.default_rng(6).random(256, dtype=np.float32)
     res = rules_port.verify("atomics", x, np.zeros(1, np.float32), np.zeros(1, np.int32), np.zeros(1, np.float32),

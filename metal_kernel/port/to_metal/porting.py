@@ -108,6 +108,10 @@ class PortResult:
         """Marks the kernels owning the failing line as failed; False when the
         line belongs to no kernel (the whole port fails)."""
         line = e.lineno or 0
+        name = _metal_name(self.filename)
+        if e.filename != name:  # an error in a header: the port's line that led there
+            m = re.search(rf"^{re.escape(name)}:(\d+):", e.compiler_output or "", re.MULTILINE)
+            line = int(m.group(1)) if m else 0
         spans, at = [], 1
         for ch in _assemble_spans(self.chunks, self.kernels):
             n = ch[0].count("\n") + 1
@@ -120,10 +124,17 @@ class PortResult:
             culprits = frozenset(k.spelling for k in self.kernels if k.translated)
             if not culprits:
                 return False
+        progress = False
         for k in self.kernels:
             if k.spelling in culprits and k.translated:
                 self._fail(k, make("MK1021", (_metal_name(self.filename), line, 1),
                                    f"the port of '{k.spelling}' does not compile: {message}", k.spelling))
+                progress = True
+        if not progress:  # the line is in code every kernel needs: none compiles
+            for k in self.kernels:
+                if k.translated:
+                    self._fail(k, make("MK1021", (_metal_name(self.filename), line, 1),
+                                       f"the port does not compile: {message}", k.spelling))
         return True
 
     def _fail(self, k: KernelPort, d: Diagnostic):
