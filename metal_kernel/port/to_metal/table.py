@@ -490,6 +490,10 @@ min max abs clamp exp exp2 log log2 pow sqrt rsqrt sin cos tan fma fmin fmax flo
 select mix step sign dot cross length normalize distance popcount clz ctz reverse_bits mulhi
 threadgroup_barrier simdgroup_barrier simd_sum simd_shuffle as_type kernel device constant thread threadgroup
 sampler texture1d texture2d texture3d vertex fragment threadgroup_imageblock
+transpose determinant reflect refract faceforward any all isnan isinf isfinite signbit saturate smoothstep
+fract modf frexp ldexp atan2 sinh cosh tanh asin acos atan exp10 log10 powr rint fdim copysign nextafter
+absdiff addsat subsat hadd rhadd madhi madsat mad24 mul24 rotate extract_bits insert_bits median3 min3 max3
+simd_max simd_min simd_ballot simd_broadcast quad_sum atomic_fetch_add_explicit
 """.split())
 
 # Metal keywords a CUDA identifier may be (Packed128::constant in llm.c): the
