@@ -20,7 +20,7 @@ def _ok(res):
 
 def test_every_kernel_translates(rules_port):
     p = rules_port
-    assert {k.spelling for k in p.kernels} >= {"params", "axpy<int, 3>", "axpy<float, 2>", "spaces", "reductions",
+    assert {k.spelling for k in p.kernels} >= {"params", "poly", "axpy<int, 3>", "axpy<float, 2>", "spaces", "reductions",
                                                "neighbours", "warps", "groups", "atomics", "numerics", "globals",
                                                "votes"}
     untranslated = [(k.spelling, [str(d) for d in k.diagnostics]) for k in p.kernels if not k.translated]
@@ -38,6 +38,13 @@ def test_kernel_parameters(rules_port):
     assert "uint3 threadIdx [[thread_position_in_threadgroup]]" in m
     x = np.arange(10, dtype=np.float32)
     _ok(rules_port.verify("params", x, poisoned(10), 8, struct.pack("<fi", 1.5, 3), grid=1, block=32))
+
+
+def test_pointer_address_spaces(rules_port):
+    m = rules_port.metal
+    assert "kernel void poly(device const float* x [[buffer(0)]],\n    constant float* coef [[buffer(1)]]" in m
+    x = np.linspace(-1, 1, 50).astype(np.float32)
+    _ok(rules_port.verify("poly", x, np.array([0.5, -2.0, 3.0], np.float32), poisoned(50), 50, grid=1, block=64))
 
 
 def test_templates_get_host_names(rules_port):

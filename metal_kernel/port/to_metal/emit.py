@@ -569,9 +569,70 @@ class HelperRenderer(FunctionRenderer):
         return ""  # parameters of this helper, or casts of mk_smem in its prologue
 
 
+def thread_dependent(src: CudaSource, fn: Function) -> set[str]:
+    """Local variables whose value depends on the thread within its
+    threadgroup (threadIdx, the lane, a group's thread_rank()), as a fixpoint
+    over the kernel's assignments."""
+    seeds = ("threadIdx", "mk_lane", "thread_rank", "thread_index")
+    out: set[str] = set()
+    assigns = []
+    for n in walk(fn.body) if fn.body is not None else []:
+        if n.type == "init_declarator":
+            d = declarator_name(n.child_by_field_name("declarator"))
+            if d is not None and n.child_by_field_name("value") is not None:
+                assigns.append((src.node_text(d), n.child_by_field_name("value")))
+        elif n.type in ("assignment_expression",):
+            left = n.child_by_field_name("left")
+            if left is not None and left.type == "identifier":
+                assigns.append((src.node_text(left), n.child_by_field_name("right")))
+        elif n.type == "for_statement":  # a loop variable stepping from a thread-dependent start
+            pass
+    changed = True
+    while changed:
+        changed = False
+        for name, value in assigns:
+            if name in out:
+                continue
+            words = {src.node_text(x) for x in walk(value) if x.type in ("identifier", "field_identifier")}
+            if words & (out | set(seeds)):
+                out.add(name)
+                changed = True
+    return out | set(seeds)
+
+
+def constant_buffers(src: CudaSource, fn: Function) -> set[str]:
+    """Read-only buffers every thread of a group reads at the same index
+    (coefficients, scalars passed by pointer): Metal's `constant` address
+    space is for them. Anything else (an index that depends on the thread, a
+    pointer passed on or copied) stays `device`."""
+    varying = thread_dependent(src, fn)
+    out = set()
+    for p in fn.params:
+        if not (p.pointer and p.const_pointee and p.depth == 1):
+            continue
+        ok, used = True, False
+        for n in walk(fn.body) if fn.body is not None else []:
+            if n.type != "identifier" or src.node_text(n) != p.name:
+                continue
+            used = True
+            parent = n.parent
+            if parent is None or parent.type != "subscript_expression" or parent.child_by_field_name("argument") != n:
+                ok = False
+                break
+            index = parent.child_by_field_name("indices")
+            words = {src.node_text(x) for x in walk(index) if x.type in ("identifier", "field_identifier")}
+            if words & varying:
+                ok = False
+                break
+        if ok and used:
+            out.add(p.name)
+    return out
+
+
 class KernelRenderer(FunctionRenderer):
     def __init__(self, tr: Translation, fn: Function, em: Emitter):
-        spaces = {p.name: "device" for p in fn.params if p.pointer}
+        uniform = constant_buffers(tr.src, fn)
+        spaces = {p.name: "constant" if p.name in uniform else "device" for p in fn.params if p.pointer}
         super().__init__(tr, fn, (), em, spaces)
         self.modified = {p.name for p in fn.params if not p.pointer and kernel_param_is_modified(self.src, fn, p)}
         self.read, self.written = buffer_use(self.src, fn.body, self.env)
@@ -593,8 +654,9 @@ class KernelRenderer(FunctionRenderer):
                 self.memory_type += 1
                 elem = self.rw(type_node)
                 self.memory_type -= 1
-                const = "const " if p.const_pointee else ""
-                params.append(f"{self.kernel_spaces[p.name]} {const}{elem}* {name} [[buffer({i})]]")
+                space = self.kernel_spaces[p.name]
+                const = "const " if p.const_pointee and space != "constant" else ""
+                params.append(f"{space} {const}{elem}* {name} [[buffer({i})]]")
             else:
                 t = self.rw(type_node)
                 pname = f"mk_arg_{name}" if name in self.modified else name

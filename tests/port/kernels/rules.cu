@@ -17,6 +17,12 @@ __global__ void params(const float* x, float* y, int n, Affine a) {
   if (i <= n) y[i] = x[i] * a.scale + a.shift;
 }
 
+// A read-only buffer every thread reads at the same index: Metal's constant space.
+__global__ void poly(const float* x, const float* coef, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = coef[0] + coef[1] * x[i] + coef[2] * x[i] * x[i];
+}
+
 // Templates: host launches and explicit instantiations name the instantiations.
 template <typename T, int K>
 __global__ void axpy(const T* x, T* y, T alpha, int n) {
