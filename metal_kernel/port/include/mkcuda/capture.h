@@ -106,6 +106,11 @@ void arg(FILE* f, int launch, int i, T* v) {
   }
   fprintf(f, "{\"kind\":\"buffer\",\"file\":\"%s\",\"bytes\":%zu}", name, n);
 }
+// NULL / nullptr passed for a pointer parameter.
+inline void arg(FILE* f, int, int i, decltype(nullptr)) {
+  if (i) fputc(',', f);
+  fprintf(f, "{\"kind\":\"pointer\",\"null\":true}");
+}
 // A value: its bytes and what they are (the host's type; the kernel's
 // parameter may be another one the launch converts to).
 template <class T>
