@@ -60,6 +60,8 @@ def port_file(path: Path, work: Path, timeout: float, check: bool) -> dict:
         path.write_text(text)
         p = port_cuda(text, filename=str(path))
     p.load()
+    if not p.kernels:
+        entry["error"] = "; ".join(str(d) for d in p.diagnostics[:1]) or "no kernels"
     for k in p.kernels:
         row = {"kernel": k.spelling, "translated": k.translated, "verified": False, "why": "", "codes": []}
         if not k.translated:
@@ -101,6 +103,9 @@ def table(results: list[dict]) -> str:
     lines = ["| file | kernels | translated | verified | not verified, and why |", "|---|---|---|---|---|"]
     for r in results:
         ks = r["kernels"]
+        if r.get("error") and not ks:
+            lines.append(f"| {r['file']} | 0 | | | {r['error'].split(': ', 1)[-1][:120].replace('|', '/')} |")
+            continue
         why = "; ".join(f"`{k['kernel']}`: {', '.join(k['codes'])} {k['why'][:110]}" for k in ks if not k["verified"])
         lines.append(f"| {r['file']} | {len(ks)} | {sum(k['translated'] for k in ks)} | "
                      f"{sum(k['verified'] for k in ks)} | {why.replace('|', '/')} |")

@@ -103,10 +103,21 @@ class Emitter:
         end = f.body.end_byte if f.body is not None else f.node.end_byte
         return [i for i in self.src.unit.instantiations if i.kernel.end == end]
 
+    def translator_failure(self, f: Function, e: Exception) -> tuple[str, Diagnostic]:
+        """A bug of the translator on one function must not lose the file:
+        that function is left out with a diagnostic, the rest is ported."""
+        d = self.tr.diagnose("MK1017", f.node, f"the translator failed on '{f.name}' ({type(e).__name__}: {e}); "
+                                               "please report it", f.name)
+        return "// " + self.src.node_text(f.node).replace("\n", "\n// "), d
+
     def emit_kernel(self, f: Function):
         insts = self.instantiations(f) if f.template is not None else []
         r = KernelRenderer(self.tr, f, self)
-        text = r.render()
+        try:
+            text = r.render()
+        except Exception as e:  # noqa: BLE001 - reported as a diagnostic
+            text, d = self.translator_failure(f, e)
+            r.errors.append(d)
         ports = []
         spellings = []
         if f.template is None:
@@ -126,7 +137,7 @@ class Emitter:
             port = r.port(spelling, name, targs)
             ports.append(port)
             if targs is not None:
-                lines.append(r.instantiation_line(name, targs))
+                lines.append(r.instantiation_line(name, targs) if r.param_list else None)
                 for a in split_template_args(targs):
                     if re.search(r"\bdouble\b", a):
                         port.diagnostics.append(self.tr.diagnose(
@@ -167,7 +178,11 @@ class Emitter:
         if sig in per:
             return
         r = HelperRenderer(self.tr, f, sig, self)
-        text = r.render()
+        try:
+            text = r.render()
+        except Exception as e:  # noqa: BLE001 - reported as a diagnostic
+            text, d = self.translator_failure(f, e)
+            r.errors.append(d)
         per[sig] = (text, r.errors)
         self.errors_by_function.setdefault(f.name, []).extend(d for d in r.errors
                                                               if d not in self.errors_by_function.get(f.name, []))
@@ -316,7 +331,12 @@ class Emitter:
         if t in ("static_assert_declaration", "using_declaration", "namespace_alias_definition",
                  "alias_declaration"):
             return self.file_chunk(node)
-        if t in (";",):
+        if t == "ERROR":
+            d = self.tr.diagnose("MK1017", node, "the CUDA does not parse here: "
+                                                 f"'{' '.join(self.src.node_text(node).split())[:40]}'")
+            for n in walk(node):
+                if n.type in ("identifier", "type_identifier"):
+                    self.broken_names.setdefault(self.src.node_text(n), []).append(d)
             return []
         return []
 

@@ -950,6 +950,10 @@ class Renderer:
         self.changed(node)
         return ";"
 
+    def h_ERROR(self, node):
+        self.diag("MK1017", node, f"the CUDA does not parse here: '{' '.join(self.text(node).split())[:40]}'")
+        return None
+
     def h_gnu_asm_expression(self, node):
         self.diag("MK1002", node, "inline PTX assembly (asm)")
         self.count_ref(T.BY_NAME["asm"], "asm", converted=False)
