@@ -11,7 +11,7 @@ from ..runtime.compiler import CompiledLibrary
 from ..runtime.errors import KernelError, KernelTimeout
 from ..runtime.library import Kernel, Library, _Bound, _is_ndarray, _is_tensor, array_extent, dispatch_interceptor
 from ..runtime.native import CUDA_MAX_SHARED_MEMORY, DISPATCH_CUDA, ErrorInfo
-from .analyse import normalise_template_args
+from .analyse import normalise_spelling
 from .binding import (BFLOAT16, BOOL, FLOAT, HALF, POINTER, SIGNED, UNSIGNED, ArgumentError, TypeCode,
                       element_size, value_bytes)
 
@@ -180,11 +180,9 @@ class CudaLibrary(Library):
     def __getitem__(self, name: str) -> CudaKernel:
         if name in self._kernels:
             return self._kernels[name]
-        if "<" in name:
-            base, _, rest = name.partition("<")
-            key = f"{base.strip()}<{normalise_template_args(rest.rsplit('>', 1)[0])}>"
-            if key in self._kernels:
-                return self._kernels[key]
+        key = normalise_spelling(name)
+        if key in self._kernels:
+            return self._kernels[key]
         notes = "".join(f"\n  {n}" for n in self.notes)
         raise KeyError(f"no kernel named '{name}' in this library; it has: "
                        f"{', '.join(sorted(self._kernels)) or 'none'}{notes}")

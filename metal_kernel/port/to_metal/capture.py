@@ -19,24 +19,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..analyse import normalise_template_args
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-            continue
-        cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
-    return parts
-
+from ..analyse import normalise_spelling, normalise_template_args, split_top_level
 
 def template_args(pretty: str) -> str | None:
     """`void k(float *, const T *) [T = float, N = 4]` -> `float, 4`."""
@@ -44,7 +27,7 @@ def template_args(pretty: str) -> str | None:
     if not m:
         return None
     values = []
-    for part in _split_top(m.group(1)):
+    for part in (x.strip() for x in split_top_level(m.group(1))):
         if "=" not in part:
             return None
         values.append(part.split("=", 1)[1].strip())
@@ -54,15 +37,12 @@ def template_args(pretty: str) -> str | None:
 def spelling_of(record: dict) -> str:
     """The CUDA spelling of a recorded launch: `k`, `ns::k`, `k<float, 4>`."""
     name = " ".join(record["name"].split())
-    base, lt, rest = name.partition("<")
     # The instantiation the kernel reported wins: the launch may spell its
     # template arguments with names local to the host code (`k<int_const.value>`).
     targs = template_args(record.get("pretty", ""))
     if targs:
-        return f"{base.strip()}<{targs}>"
-    if lt:
-        return f"{base.strip()}<{normalise_template_args(rest.rsplit('>', 1)[0])}>"
-    return name
+        return f"{name.partition('<')[0].strip()}<{targs}>"
+    return normalise_spelling(name)
 
 
 def read_captures(folder: str | Path) -> dict[str, dict]:

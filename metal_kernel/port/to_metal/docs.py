@@ -66,7 +66,9 @@ def generate() -> str:
                 metal += f"; width < 32: `{_cell(r.alt)}`"
             out.append(f"| `{r.cuda}` | {metal} | {r.code} | {_cell(r.note)} |")
         out.append("")
-    out += ["### Flagged by prefix", "", "| CUDA names starting with | diagnostic | what |", "|---|---|---|"]
+    out += ["### Flagged syntax", "", "| construct | diagnostic | why |", "|---|---|---|"]
+    out += [f"| `{node}` | {code} | {_cell(what)} |" for node, (code, what) in T.FLAGGED_NODES.items()]
+    out += ["", "### Flagged by prefix", "", "| CUDA names starting with | diagnostic | what |", "|---|---|---|"]
     out += [f"| `{p}` | {code} | {what} |" for p, code, what in T.FLAGGED_PREFIXES]
     out += ["", "### Same in Metal", "",
             "Known, not counted as conversions: " + ", ".join(f"`{n}`" for n in sorted(T.SAME_IN_METAL)) + ".", ""]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from ..analyse import Instantiation
+from ..analyse import Analyser, Instantiation
 from ..parse import declarator_name, keywords, walk
 from . import table as T
 from .diagnostics import Diagnostic, make
@@ -517,9 +517,7 @@ class FunctionRenderer(Renderer):
 class HelperRenderer(FunctionRenderer):
     def render(self) -> str:
         fn = self.fn
-        decl = fn.node.child_by_field_name("declarator")
-        while decl is not None and decl.type != "function_declarator":
-            decl = decl.child_by_field_name("declarator")
+        decl = Analyser.function_declarator(fn.node)
         plist = decl.child_by_field_name("parameters") if decl is not None else None
         if plist is not None:
             self.overrides_plist = plist

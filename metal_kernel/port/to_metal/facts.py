@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..analyse import DEVICE_WORDS, normalise_template_args
+from ..analyse import DEVICE_WORDS, Analyser, normalise_template_args
 from ..parse import declarator_name, keywords, walk
 from .source import CudaSource
 from .table import BUILTIN_PARAMS
@@ -287,9 +287,7 @@ class _Collector:
                                                         for c in node.children))
         if not (is_kernel or is_device):
             return
-        decl = node.child_by_field_name("declarator")
-        while decl is not None and decl.type != "function_declarator":
-            decl = decl.child_by_field_name("declarator")
+        decl = Analyser.function_declarator(node)
         if decl is None:
             return
         name_node = decl.child_by_field_name("declarator")

@@ -121,25 +121,18 @@ template <typename A, typename T> inline T mk_atomic_add_cas16(A word, uint shif
       return cur;
   }
 }
-template <typename A> inline float mk_atomic_fmin(A word, float v) {
+$MINMAX"""
+
+_ATOMIC_UPDATE = _ATOMIC_UPDATE.replace("$MINMAX", "\n".join(f"""\
+template <typename A> inline float mk_atomic_f{op}(A word, float v) {{
   uint old = atomic_load_explicit(word, memory_order_relaxed);
-  while (true) {
+  while (true) {{
     const float cur = as_type<float>(old);
-    if (atomic_compare_exchange_weak_explicit(word, &old, as_type<uint>(fmin(cur, v)), memory_order_relaxed,
+    if (atomic_compare_exchange_weak_explicit(word, &old, as_type<uint>(f{op}(cur, v)), memory_order_relaxed,
                                               memory_order_relaxed))
       return cur;
-  }
-}
-template <typename A> inline float mk_atomic_fmax(A word, float v) {
-  uint old = atomic_load_explicit(word, memory_order_relaxed);
-  while (true) {
-    const float cur = as_type<float>(old);
-    if (atomic_compare_exchange_weak_explicit(word, &old, as_type<uint>(fmax(cur, v)), memory_order_relaxed,
-                                              memory_order_relaxed))
-      return cur;
-  }
-}
-"""
+  }}
+}}""" for op in ("min", "max")) + "\n")
 
 _SYNC_VOTE = """\
 // __syncthreads_count / _and / _or: a barrier that also counts a predicate,

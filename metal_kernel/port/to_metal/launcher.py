@@ -22,7 +22,7 @@ import re
 import numpy as np
 
 from ...runtime.library import _is_ndarray, _is_tensor
-from ..analyse import normalise_template_args
+from ..analyse import normalise_spelling
 from ..binding import BFLOAT16, BOOL, FLOAT, HALF, SIGNED, UNSIGNED, ArgumentError, TypeCode, scalar_bytes
 from .model import GlobalSpec, KernelPort, ParamSpec
 from .table import MAX_THREADGROUP_MEMORY
@@ -145,11 +145,9 @@ class PortLibrary:
     def __getitem__(self, name: str) -> PortKernel:
         if name in self._kernels:
             return self._kernels[name]
-        if "<" in name:
-            base, _, rest = name.partition("<")
-            key = f"{base.strip()}<{normalise_template_args(rest.rsplit('>', 1)[0])}>"
-            if key in self._kernels:
-                return self._kernels[key]
+        key = normalise_spelling(name)
+        if key in self._kernels:
+            return self._kernels[key]
         if name in self.ports:
             why = ", ".join(d.code for d in self.ports[name].diagnostics) or "it did not compile"
             raise KeyError(f"kernel '{name}' is not in the port ({why}); see the port's diagnostics")

@@ -189,6 +189,11 @@ class Renderer:
     def rw(self, node) -> str:
         if node is None:
             return ""
+        if node.type in T.FLAGGED_NODES:
+            code, what = T.FLAGGED_NODES[node.type]
+            self.diag(code, node, what)
+            if node.type == "gnu_asm_expression":
+                self.count_ref(T.BY_NAME["asm"], "asm", converted=False)
         handler = getattr(self, "h_" + node.type, None) if node.is_named else self.h_token
         out = handler(node) if handler is not None else None
         if out is None:
@@ -952,39 +957,6 @@ class Renderer:
 
     def h_ERROR(self, node):
         self.diag("MK1017", node, f"the CUDA does not parse here: '{' '.join(self.text(node).split())[:40]}'")
-        return None
-
-    def h_gnu_asm_expression(self, node):
-        self.diag("MK1002", node, "inline PTX assembly (asm)")
-        self.count_ref(T.BY_NAME["asm"], "asm", converted=False)
-        return None
-
-    def h_kernel_call_syntax(self, node):
-        self.diag("MK1005", node, "a kernel launch from device code (dynamic parallelism)")
-        return None
-
-    def h_lambda_expression(self, node):
-        self.diag("MK1017", node, "a lambda expression: Metal has no lambdas (write a struct with operator())")
-        return None
-
-    def h_goto_statement(self, node):
-        self.diag("MK1017", node, "goto: Metal has no goto")
-        return None
-
-    def h_new_expression(self, node):
-        self.diag("MK1017", node, "new: Metal has no dynamic allocation")
-        return None
-
-    def h_delete_expression(self, node):
-        self.diag("MK1017", node, "delete: Metal has no dynamic allocation")
-        return None
-
-    def h_base_class_clause(self, node):
-        self.diag("MK1017", node, "a derived class: Metal has no inheritance")
-        return None
-
-    def h_virtual(self, node):
-        self.diag("MK1017", node, "a virtual function: Metal has none")
         return None
 
     def h_namespace_alias_definition(self, node):

@@ -446,6 +446,20 @@ FLAGGED_PREFIXES = [
     ("curand", "MK1017", "the cuRAND device API"), ("__nv_fp8", "MK1017", "8-bit floating point"),
 ]
 
+# Syntax Metal has no counterpart for, by tree-sitter node type: (code, what).
+FLAGGED_NODES = {
+    "gnu_asm_expression": ("MK1002", "inline PTX assembly (asm)"),
+    "kernel_call_syntax": ("MK1005", "a kernel launch from device code (dynamic parallelism)"),
+    "lambda_expression": ("MK1017", "a lambda expression: Metal has no lambdas (write a struct with operator())"),
+    "goto_statement": ("MK1017", "goto: Metal has no goto"),
+    "new_expression": ("MK1017", "new: Metal has no dynamic allocation"),
+    "delete_expression": ("MK1017", "delete: Metal has no dynamic allocation"),
+    "base_class_clause": ("MK1017", "a derived class: Metal has no inheritance"),
+    "virtual": ("MK1017", "a virtual function: Metal has none"),
+    "throw_statement": ("MK1017", "throw: Metal has no exceptions"),
+    "try_statement": ("MK1017", "try: Metal has no exceptions"),
+}
+
 # Names that mean the same in Metal: known (never "unknown"), not counted as conversions.
 SAME_IN_METAL = frozenset("""
 min max abs fabs fmin fmax floor ceil trunc round rint fmod copysign fma sqrt rsqrt exp exp2 log log2
