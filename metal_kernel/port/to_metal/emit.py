@@ -72,6 +72,7 @@ class Emitter:
                 self.render_instance(f, self.default_sig(f))
         self.broken_names: dict[str, list[Diagnostic]] = {}
         self.tail: list[Chunk] = []  # explicit instantiations, after everything they may name
+        self.device_names = self.names_device_code_uses()
         chunks = self.items(self.src.pp.root) + self.tail
         self.attribute_errors()
         head = HEADER.format(file=self.src.filename.split("/")[-1])
@@ -197,6 +198,65 @@ class Emitter:
                         seen.add(h.name)
                         todo.append(h)
         return seen
+
+    def file_scope_items(self):
+        todo, out = [self.src.pp.root], []
+        while todo:
+            node = todo.pop()
+            for n in node.children:
+                if n.type in ("namespace_definition", "linkage_specification"):
+                    body = n.child_by_field_name("body")
+                    if body is not None:
+                        todo.append(body)
+                elif n.type != "function_definition" and not self.in_drops(n):
+                    out.append(n)
+        return out
+
+    def declared_names(self, node) -> set[str]:
+        """The names a file-scope type or constant declares (struct, typedef,
+        alias, enum and its enumerators, variables)."""
+        out = set()
+        for n in walk(node):
+            if n.type in ("compound_statement", "field_declaration_list") and n != node:
+                continue
+            p = n.parent
+            if n.type == "type_identifier" and p is not None and p.type in (
+                    "struct_specifier", "class_specifier", "union_specifier", "enum_specifier") and \
+                    p.child_by_field_name("name") == n:
+                out.add(self.src.node_text(n))
+            elif n.type == "type_identifier" and p is not None and p.type in ("type_definition", "alias_declaration"):
+                out.add(self.src.node_text(n))
+            elif n.type == "enumerator":
+                name = n.child_by_field_name("name")
+                if name is not None:
+                    out.add(self.src.node_text(name))
+            elif n.type in ("init_declarator",) and p is not None and p.type == "declaration" and p.parent == node.parent:
+                d = declarator_name(n.child_by_field_name("declarator"))
+                if d is not None:
+                    out.add(self.src.node_text(d))
+        return out
+
+    def names_device_code_uses(self) -> set[str]:
+        """Every name device code reaches, through the file-scope types and
+        constants it names (a fixpoint): host-only types are left out."""
+        words = set()
+        for f in self.facts.functions:
+            words |= {self.src.node_text(n) for n in walk(f.node) if n.type in ("identifier", "type_identifier")}
+        items = [(n, self.declared_names(n)) for n in self.file_scope_items()]
+        changed = True
+        while changed:
+            changed = False
+            for node, names in items:
+                if names & words:
+                    new = {self.src.node_text(x) for x in walk(node) if x.type in ("identifier", "type_identifier")}
+                    if not new <= words:
+                        words |= new
+                        changed = True
+        return words
+
+    def host_only(self, node) -> bool:
+        names = self.declared_names(node)
+        return bool(names) and not (names & self.device_names)
 
     def names_used(self, f: Function) -> set[str]:
         return {self.src.node_text(n) for n in walk(f.node) if n.type in ("identifier", "type_identifier")}
@@ -345,7 +405,10 @@ class Emitter:
 
     def file_chunk(self, node) -> list[Chunk]:
         """A type, constant or template at file scope; with an error it is left
-        out, and so is every kernel that names what it declares."""
+        out, and so is every kernel that names what it declares. A type only
+        host code uses is not part of the port."""
+        if self.host_only(node):
+            return []
         r = self.file_renderer()
         text = r.rw(node)
         if not r.errors:

@@ -169,19 +169,24 @@ class PortResult:
         raise RuntimeError(f"{self.filename}: load_cuda keeps failing")
 
     def _function_lines(self, file, line) -> tuple[int, int] | None:
-        """The lines of the main file's top-level definition that holds `line`."""
+        """The lines of the main file's top-level item (function, template,
+        struct, declaration) that holds `line`."""
         src = self._src
         if src is None or file != self.filename or not line:
             return None
-        from ..parse import walk
-
-        for n in walk(src.pp.root):
-            if n.type not in ("function_definition", "template_declaration"):
-                continue
-            f1, l1, _ = src.where(n.start_byte)
-            _, l2, _ = src.where(max(n.end_byte - 1, n.start_byte))
-            if f1 == file and l1 <= line <= l2:
-                return l1, l2
+        todo = [src.pp.root]
+        while todo:
+            node = todo.pop()
+            for n in node.children:
+                if n.type in ("namespace_definition", "linkage_specification"):
+                    body = n.child_by_field_name("body")
+                    if body is not None:
+                        todo.append(body)
+                    continue
+                f1, l1, _ = src.where(n.start_byte)
+                _, l2, _ = src.where(max(n.end_byte - 1, n.start_byte))
+                if f1 == file and l1 <= line <= l2 and n.type not in ("comment", "translation_unit"):
+                    return l1, l2
         return None
 
     # ------------------------------------------------------------ verify --
