@@ -8,7 +8,6 @@ import re
 import struct
 
 import numpy as np
-import pytest
 
 from .conftest import poisoned
 

@@ -110,7 +110,7 @@ def explicit_instantiations(result, spellings) -> str:
     """`template __global__ void k<float>(float* out, ...);` for each captured
     instantiation of a kernel template the port does not have yet."""
     from .facts import collect
-    from .mapper import split_template_args, substitute
+    from .symbols import split_template_args, substitute
     from .source import load_source
 
     have = {k.spelling for k in result.kernels}

@@ -69,7 +69,6 @@ def port_cmd(file, out_dir, include_dirs, defines, as_json, stats, verify, sizes
       metal-kernel port kernels.cu -o out/ --verify --stats # prove each kernel, hipify-style counts
       metal-kernel port kernels.cu --verify --size n=4096 --size block=256
     """
-    from ..program import run_program  # noqa: F401 - fail early on a broken install
     from .capture import capture_launches
     from .porting import port_cuda
 

@@ -404,7 +404,7 @@ def call_keys(g: Function, targs: str | None, needs: Needs) -> list[tuple[tuple,
     """For a call of `g` with these template arguments: (g's key, the caller's
     key, the variable) of every threadgroup variable g takes: its own static
     ones (one per instantiation, as CUDA has them), then those it needs."""
-    from .mapper import split_template_args
+    from .symbols import split_template_args
 
     mapping = dict(zip(g.template_params, split_template_args(targs))) if targs else {}
     out = [((g.name, v.name, None), (g.name, v.name, targs), v) for v in g.shared if not v.extern]
