@@ -172,6 +172,10 @@ DIAGNOSTICS: dict[str, DiagnosticKind] = {d.code: d for d in [
        "__syncthreads_count/_and/_or are emulated with a threadgroup counter and three barriers; like "
        "__syncthreads they must be reached by every thread of the block.",
        "Nothing to do when the call is in converged code."),
+    _D("MK1036", "warning", "no inputs to verify on",
+       "The file's own program never launches this kernel (or it has no main), so there are no sizes or "
+       "inputs of its own; random inputs at arbitrary sizes would index out of bounds in most real kernels.",
+       "Verify it with inputs you choose: p.verify(name, *args, grid=, block=), or verify_all(sizes=...)."),
     _D("MK1035", "warning", "warp function in divergent code",
        "Under CUDA's independent thread scheduling a full-mask warp function waits for every lane, so lanes "
        "in the other branch of an `if` (or that took another number of loop iterations) exchange values "
