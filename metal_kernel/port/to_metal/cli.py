@@ -69,7 +69,7 @@ def port_cmd(file, out_dir, include_dirs, defines, as_json, stats, verify, sizes
       metal-kernel port kernels.cu -o out/ --verify --stats # prove each kernel, hipify-style counts
       metal-kernel port kernels.cu --verify --size n=4096 --size block=256
     """
-    from .capture import capture_launches
+    from .capture import capture_launches, explicit_instantiations
     from .porting import port_cuda
 
     try:
@@ -91,7 +91,6 @@ def port_cmd(file, out_dir, include_dirs, defines, as_json, stats, verify, sizes
         for d in p.diagnostics:
             click.echo(f"error: {d}", err=True)
         sys.exit(2)
-    p.load()
     if verify:
         captures = {}
         if capture and re.search(r"\bint\s+main\s*\(", source):
@@ -99,7 +98,14 @@ def port_cmd(file, out_dir, include_dirs, defines, as_json, stats, verify, sizes
                                                   cwd=str(Path(file).resolve().parent))
             for msg in problems:
                 click.echo(f"note: {msg}; kernels without a recorded launch use --size", err=True)
+            extra = explicit_instantiations(p, list(captures))
+            if extra:  # template kernels the program launched with deduced arguments
+                p = port_cuda(source + extra, filename=file, include_dirs=include_dirs, defines=defs,
+                              fast_math=fast_math)
+        p.load()
         p.verify_all(sizes=size_map, captures=captures, check=not no_check)
+    else:
+        p.load()
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
