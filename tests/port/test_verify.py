@@ -104,3 +104,10 @@ def test_tolerances_per_dtype():
     assert compare("y", 0, poisoned(100), both_nan, both_nan.copy(), False).match  # unwritten by both
     half = base.astype(np.float16)
     assert compare("h", 0, half, half, (half.astype(np.float32) * 1.002).astype(np.float16), False).match
+
+
+def test_out_of_bounds_inputs_are_reported_not_fatal(good):
+    # C = 1024 on 64-element buffers: every thread reads and writes far past them.
+    res = good.verify("rows", X[:64].copy(), poisoned(64), 1024, grid=1, block=32)
+    assert not res.ok and "in the original" in res.summary()
+    assert any(f.kind == "oob" for f in res.original_findings)

@@ -11,8 +11,9 @@ same inputs, every buffer compared, both sides checked.
 - a buffer that differs is reported with its largest absolute and relative
   error, the number of differing elements, and the first one with the
   thread that wrote it (trace.py);
-- a verification where the original writes nothing fails: it proves
-  nothing.
+- a verification where the original writes nothing, or has findings of its
+  own (out-of-bounds accesses, races: the inputs do not fit it), fails: it
+  proves nothing.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ class VerifyResult:
         if self.port_findings:
             parts.append(f"{len(self.port_findings)} finding(s) in the port: "
                          + "; ".join(f.message.split("\n")[0] for f in self.port_findings[:2]))
+        if self.original_findings:
+            parts.append(f"{len(self.original_findings)} finding(s) in the original: "
+                         + "; ".join(f.message.split("\n")[0] for f in self.original_findings[:2]))
         if not any(b.written for b in self.buffers) and not parts:
             parts.append("the original wrote no buffer: the inputs prove nothing")
         return "; ".join(parts) or "outputs match"
@@ -249,13 +253,12 @@ def verify_kernel(result, name: str, args, grid, block, shared_mem=0, check=True
             if where is not None:
                 rep.thread, rep.block = where
         res.buffers.append(rep)
-    inherited = {f.kind for f in res.original_findings}
-    new_findings = [f for f in res.port_findings if f.kind not in inherited]
     if res.original_findings:
-        res.notes.append(f"the original has {len(res.original_findings)} finding(s) of its own: "
-                         + "; ".join(sorted(inherited)))
+        kinds = sorted({f.kind for f in res.original_findings})
+        res.notes.append(f"the original has {len(res.original_findings)} finding(s) of its own ({', '.join(kinds)}): "
+                         "on these inputs it is not a reference")
     wrote = any(b.written for b in res.buffers)
-    res.ok = all(b.match for b in res.buffers) and not new_findings and wrote
+    res.ok = all(b.match for b in res.buffers) and not res.port_findings and not res.original_findings and wrote
     return res
 
 
