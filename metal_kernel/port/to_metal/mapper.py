@@ -480,6 +480,20 @@ class Renderer(CallRewriter, WarpChecks):
         self.diag("MK1017", node, f"the CUDA does not parse here: '{' '.join(self.text(node).split())[:40]}'")
         return None
 
+    def h_if_statement(self, node):
+        token = next((c for c in node.children if c.type == "constexpr"), None)
+        if token is None:
+            return None
+        self.diag("MK1037", node, "`if constexpr` is C++17: a plain `if` in the port")
+        self.changed(token)
+        data = self.src.text
+        parts, pos = [], node.start_byte
+        for c in node.children:
+            parts.append(data[pos:c.start_byte].decode("utf-8", errors="replace"))
+            parts.append("" if c == token else self.rw(c))
+            pos = c.end_byte
+        return "".join(parts)
+
     def h_namespace_alias_definition(self, node):
         if "cooperative_groups" in self.text(node):
             self.tr.helpers.add("cg")

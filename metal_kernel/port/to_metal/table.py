@@ -176,6 +176,10 @@ DIAGNOSTICS: dict[str, DiagnosticKind] = {d.code: d for d in [
        "The file's own program never launches this kernel (or it has no main), so there are no sizes or "
        "inputs of its own; random inputs at arbitrary sizes would index out of bounds in most real kernels.",
        "Verify it with inputs you choose: p.verify(name, *args, grid=, block=), or verify_all(sizes=...)."),
+    _D("MK1037", "note", "C++17 construct rewritten",
+       "Metal is based on C++14: `if constexpr` becomes a plain `if` on the same constant condition, so both "
+       "branches must compile for every instantiation (the compiler still drops the dead one).",
+       "Nothing to do when the port compiles; otherwise specialise the template instead."),
     _D("MK1035", "warning", "warp function in divergent code",
        "Under CUDA's independent thread scheduling a full-mask warp function waits for every lane, so lanes "
        "in the other branch of an `if` (or that took another number of loop iterations) exchange values "
