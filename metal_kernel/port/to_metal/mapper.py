@@ -260,6 +260,9 @@ class Renderer(CallRewriter, WarpChecks):
         if text == "cub":
             self.diag("MK1016", node, "CUB's block and warp primitives are not translated")
             self.count_ref(T.BY_NAME["cub"], "cub", converted=False)
+            return None
+        if text == "std" and self.fn is not None:
+            return self.name(node)
         return None
 
     def name(self, node):

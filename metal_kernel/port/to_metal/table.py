@@ -411,6 +411,8 @@ RULES: list[Rule] = [
     _R("exclusive_scan", "exclusive_scan", CG, "name", helpers=("cg",)),
     # ------------------------------------------------------------- launch --
     _R("dim3", "uint3", LAUNCH, "name"),
+    _R("std", "metal", TYPE, "name", note="std::numeric_limits, std::is_same, std::bool_constant ...: Metal's "
+                                          "standard library has them in namespace metal"),
     # -------------------------------------------------------------- types --
     _R("long long", "long", TYPE, "name"), _R("unsigned long long", "ulong", TYPE, "name"),
     _R("long long int", "long", TYPE, "name"), _R("unsigned long long int", "ulong", TYPE, "name"),
