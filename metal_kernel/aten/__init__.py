@@ -1,18 +1,15 @@
-"""metal_kernel.aten: the in-tree PyTorch MPS workflow.
+"""metal_kernel.aten: the in-tree PyTorch MPS workflow, grouped by stage.
 
-- `coverage`: which ops have CUDA but no MPS kernels, classified (coverage.py);
-- `add`: dispatch edit, Metal functor, host stub, test-list edits (add.py); for
-  non-TensorIterator ops with a host recipe (recipes.py: take), a `--kernel` file
-  and a generated `.mm` host function (take_host.py);
-- `migrate`: legacy `MPS: op_out_mps` rows to the shared line (migrate.py);
-- `verify`: generated kernels through an emulation of PyTorch's MPS host code,
-  on the runtime, against the CPU op (verify.py); recipe ops through the Python
-  twin of their generated host function (verify_custom.py).
-
-The click group is `metal_kernel.aten.cli.aten`.
+- model/: what a PyTorch tree says (yaml, stubs, dtypes, OpInfo, test lists);
+- generate/: the text `add` writes (functors, REGISTER_* lines, host code);
+- edit/: planned, atomic edits of the tree's files;
+- recipes/: non-TensorIterator ops with a host recipe (take);
+- twin/: a Python twin of PyTorch's MPS host side;
+- verify/: generated kernels on the runtime against the CPU operator;
+- add.py, migrate.py, coverage.py: the commands; cli.py mounts them (`metal-kernel aten`).
 """
 
 from .errors import AtenError
-from .tree import PyTorchTree
+from .model.tree import PyTorchTree
 
 __all__ = ["AtenError", "PyTorchTree"]

@@ -18,19 +18,21 @@ from pathlib import Path
 
 from torchgen.model import SchemaKind
 
-from . import dtypes as dt
-from . import opinfo
-from .custom_metal import plan_kernel_file
-from .dispatch_edit import RowAction, plan_add as plan_dispatch
-from .errors import AtenError
-from .fileops import FileChange
-from .host_gen import plan_recipe_host, plan_stub_host
-from .metal_gen import KernelSpec, functor_from_expr, functor_from_file, plan_metal
+from .edit.dispatch import RowAction, plan_add as plan_dispatch
+from .edit.fileops import FileChange
+from .edit.kernel_file import plan_kernel_file
+from .edit.metal import plan_metal
+from .edit.mm import plan_recipe_host, plan_stub_host
+from .edit.testlist import plan_removal
+from .errors import AtenError, DifferentImplementation
+from .generate.functor import KernelSpec, functor_from_expr, functor_from_file
+from .model import dtypes as dt
+from .model import opinfo
+from .model.common_mps import CommonMps
+from .model.native_functions import NativeFunctions
+from .model.stubs import find_stubs, stub_for
+from .model.tree import PyTorchTree
 from .recipes import RECIPES, recipe_for
-from .stubs import find_stubs, stub_for
-from .testlist import CommonMps
-from .tree import PyTorchTree
-from .yaml_model import NativeFunctions
 
 
 @dataclass
@@ -43,9 +45,11 @@ class AddPlan:
     changes: list[FileChange]
     dispatch: list[RowAction]
     removed_xfails: list[str] = field(default_factory=list)
+    review_entries: list[str] = field(default_factory=list)  # common_mps.py entries left for review
     mps_skips: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    recipe: str | None = None  # custom-kernel op (recipes.py), verified through its host twin
+    recipe: str | None = None  # custom-kernel op (recipes/), verified through its host twin
+    kernel_change: FileChange | None = None  # the kernels/*.metal edit (compiled before writing)
 
     @property
     def verifiable(self) -> bool:
@@ -63,6 +67,7 @@ class AddPlan:
             "dispatch": [vars(a) for a in self.dispatch],
             "files": [tree.relative(c.path) for c in self.pending],
             "removed_xfails": self.removed_xfails,
+            "review_entries": self.review_entries,
             "mps_skips": self.mps_skips,
             "notes": self.notes,
         }
@@ -76,7 +81,7 @@ def _cpu_callable(infos):
 
 
 def plan(tree: PyTorchTree, op: str, functor_file: Path | None = None,
-         expr: str | None = None, kernel_file: Path | None = None) -> AddPlan:
+         expr: str | None = None, kernel_file: Path | None = None, force: bool = False) -> AddPlan:
     if sum(x is not None for x in (functor_file, expr, kernel_file)) != 1:
         raise AtenError("give exactly one of --functor FILE, --expr EXPR (TensorIterator ops) "
                         "or --kernel FILE (custom kernels)")
@@ -105,10 +110,14 @@ def plan(tree: PyTorchTree, op: str, functor_file: Path | None = None,
     added = [dt.short_name(d) for d in chosen if d not in cpu]
     if added:
         notes.append(f"instantiated for {', '.join(added)} too (MPS low-precision floats); "
-                     "verification compares them with the float32 CPU op")
+                     "verification compares them with the float32 CPU op, as test_mps does")
+    untested = [dt.short_name(d) for d in dt.sort_dtypes(cpu) if d not in chosen and d not in dt.UNSUPPORTED_ON_MPS]
+    if untested:
+        notes.append(f"not instantiated for {', '.join(untested)}: test_mps's MPS_DTYPES never "
+                     "compares them with the CPU")
     if recipe is not None:
         dispatch = plan_dispatch(nf, op, shared=False)
-        arity, kernel = None, recipe.op
+        arity, kernel, kernel_change = None, recipe.op, None
         changes = [dispatch.change, plan_kernel_file(tree.kernels_dir, recipe, kernel_file, chosen),
                    _recipe_host(tree, nf, recipe, family, dispatch.actions)]
     else:
@@ -126,18 +135,30 @@ def plan(tree: PyTorchTree, op: str, functor_file: Path | None = None,
         spec = KernelSpec(kernel, arity, {i: o for i, o in out_map.items() if o in dt.METAL_TYPE})
         if source is None:
             source = functor_from_expr(spec, expr)
-        changes.append(plan_metal(tree.kernels_dir, spec, source))
+        kernel_change = plan_metal(tree.kernels_dir, tree.c10_metal, spec, source)
+        changes.append(kernel_change)
         changes.append(plan_stub_host(tree.operations_dir, tree.native_dir, stub, kernel))
     common = CommonMps.load(tree.common_mps)
     keys = {i.name + i.variant_test_name for i in infos}
-    removal, hits = common.removal(keys)
-    changes.append(removal)
+    lists = plan_removal(common, keys, chosen)
+    changes.append(lists.change)
+    replacing = [c for c in changes if c.changed and c.replaces]
+    if replacing and not force:
+        diff = "".join(c.diff(tree.relative(c.path)) for c in replacing)
+        files = ", ".join(c.path.name for c in replacing)
+        raise DifferentImplementation(f"a different implementation of '{kernel}' is already in {files}; "
+                                      "rerun with --force to replace it with this one (diff below)",
+                                      diff=diff)
     return AddPlan(
         op=op, kernel=kernel, arity=arity, stub=stub.name if tensor_iterator else None,
         dtypes=[dt.short_name(d) for d in chosen], changes=changes, dispatch=dispatch.actions,
-        removed_xfails=[f"{h.list_name}[{h.key!r}] (line {h.start})" for h in hits],
+        removed_xfails=[f"{h.list_name}[{h.key!r}] (line {h.start})"
+                        + (f", kept for {lists.narrowed[h.key]}" if h.key in lists.narrowed else "")
+                        for h in lists.removed],
+        review_entries=[f"{h.list_name}[{h.key!r}] = {' '.join(h.value.split())} (line {h.start})"
+                        for h in lists.review],
         mps_skips=[str(s) for s in opinfo.mps_skips(infos)], notes=notes,
-        recipe=recipe.op if recipe else None)
+        recipe=recipe.op if recipe else None, kernel_change=kernel_change)
 
 
 def _recipe_host(tree, nf, recipe, family, actions) -> FileChange:
@@ -157,3 +178,35 @@ def _recipe_host(tree, nf, recipe, family, actions) -> FileChange:
     if missing:
         raise AtenError(f"'{recipe.op}' has no {' / '.join(missing)} entry for the host recipe", nf.path)
     return plan_recipe_host(tree.operations_dir, recipe, roles[SchemaKind.out], roles[SchemaKind.functional])
+
+
+def check_compiles(tree: PyTorchTree, plan: AddPlan, dtypes=None) -> None:
+    """Before anything is written: the functor has the overload and result type every
+    instantiation needs (KernelCompileError names the dtypes), and the op's kernels --
+    for `dtypes` when given -- compile. The library lands in the runtime's cache, where
+    the verification after writing finds it."""
+    from .model.dtypes import METAL_TYPE
+    from .verify.compile import check_functor, compile_op
+
+    change = plan.kernel_change
+    if change is None or plan.arity is None:
+        return
+    check_functor(tree, change.path, plan.kernel, plan.arity, change.new)
+    input_types = {METAL_TYPE[d] for d in dtypes if d in METAL_TYPE} if dtypes else None
+    compile_op(tree, change.path, plan.kernel, plan.arity, input_types, text=change.new)
+
+
+def render(tree: PyTorchTree, plan: AddPlan, written) -> str:
+    out = [f"{plan.op}: kernel '{plan.kernel}' ({plan.arity or 'custom kernel, host recipe'}), "
+           f"stub {plan.stub or '-'}, dtypes {', '.join(plan.dtypes)}"]
+    out += [f"  dispatch {a.entry} (line {a.line}): {a.action} {a.detail}".rstrip() for a in plan.dispatch]
+    out += [f"  wrote {tree.relative(path)}" for path in written]
+    if not written:
+        out.append("  nothing to change: already done")
+    out += [f"  removed common_mps.py entry {x}" for x in plan.removed_xfails]
+    if plan.review_entries:
+        out.append("  common_mps.py entries left in place, review them (recorded for crashes, precision, ...):")
+        out += [f"    {x}" for x in plan.review_entries]
+    out += [f"  OpInfo decorator still skips MPS: {s}" for s in plan.mps_skips]
+    out += [f"  note: {n}" for n in plan.notes]
+    return "\n".join(out)

@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass, field
 
 from torchgen.model import DispatchKey
 
-from .op_classes import CLASS_NAMES, classify
-from .stubs import find_stubs, stub_for
-from .testlist import CommonMps, opinfo_key_to_aten
-from .tree import PyTorchTree
-from .yaml_model import NativeFunctions
+from .model.common_mps import CommonMps, opinfo_key_to_aten
+from .model.native_functions import NativeFunctions
+from .model.op_classes import CLASS_NAMES, classify
+from .model.stubs import find_stubs, stub_for
+from .model.tree import PyTorchTree
 
 
 @dataclass

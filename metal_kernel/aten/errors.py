@@ -26,3 +26,11 @@ class AtenError(Exception):
             return self.message
         where = f"{self.path}:{self.line}" if self.line else str(self.path)
         return f"{where}: {self.message}"
+
+
+class DifferentImplementation(AtenError):
+    """The op is already implemented differently; `diff` shows what `--force` would change."""
+
+    def __init__(self, message: str, path: str | Path | None = None, diff: str = ""):
+        super().__init__(message, path)
+        self.diff = diff

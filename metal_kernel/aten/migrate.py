@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .dispatch_edit import RowAction, plan_migrate as plan_dispatch
-from .fileops import FileChange
-from .tree import PyTorchTree
-from .yaml_model import NativeFunctions
+from .edit.dispatch import RowAction, plan_migrate as plan_dispatch
+from .edit.fileops import FileChange
+from .model.native_functions import NativeFunctions
+from .model.tree import PyTorchTree
 
 
 @dataclass

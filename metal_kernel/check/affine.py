@@ -11,9 +11,12 @@ as a polynomial over
                    threadgroup's position, the dispatch's sizes, ...)
     b:<i>:<off>:<type>   a scalar the kernel reads from buffer i at a
                    constant offset and never writes (`constant uint& n`)
+    iv:<i>         the induction variable of counted loop i
+                   (check/loops.py), an interval at a dispatch
 
 with integer coefficients, or for None when the offset is not such a
-polynomial (a loop counter, a value loaded from memory, `%`, `&`). Wrapping
+polynomial (a value loaded from memory, `%`, `&`, a loop counter
+that is not a counted loop's). Wrapping
 integer arithmetic is the one way such a polynomial can lie: every point
 where a narrow integer is widened records a range the value must stay in.
 
@@ -28,10 +31,13 @@ build.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from ..runtime.ir import _split_top, parse_type
+from .loops import Blocks, counted_loop
 
 Poly = dict  # tuple[str, ...] (sorted symbols) -> int
 
@@ -105,8 +111,11 @@ _INT = re.compile(r"^i(\d+)$")
 class Analysis:
     """Offset polynomials of the values of one per-thread function."""
 
-    def __init__(self, defs: dict[str, str], params: list[str], layout, uniform_buffers: set[int], root_of):
+    def __init__(self, defs: dict[str, str], params: list[str], layout, uniform_buffers: set[int], root_of,
+                 blocks: Blocks | None = None, loops: list | None = None):
         self.defs = defs
+        self.blocks = blocks
+        self.loops = loops if loops is not None else []  # counted loops, by the index of their `iv:` symbol
         self.g, self.x, self.y, self.z, self.lin = params
         self.layout = layout
         self.uniform_buffers = uniform_buffers  # buffers the kernel never writes
@@ -160,7 +169,7 @@ class Analysis:
                 return {m: c << b[0].get((), 0) for m, c in a[0].items()}, ranges
             return None
         if op in ("zext", "sext", "trunc"):
-            m = re.match(r"\w+\s+(?:nneg\s+)?(\S+)\s+(\S+)\s+to\s+(\S+)", d)
+            m = re.match(r"\w+\s+(?:(?:nneg|nuw|nsw)\s+)*(\S+)\s+(\S+)\s+to\s+(\S+)", d)
             if not m:
                 return None
             src = _INT.match(m.group(1))
@@ -180,7 +189,23 @@ class Analysis:
             return inner[0], inner[1] + [rng]
         if op == "load":
             return self._uniform_load(v, d)
+        if op == "phi" and self.blocks is not None:
+            return self._induction(v, d)
         return None
+
+    def _induction(self, v: str, d: str) -> tuple | None:
+        """The induction variable of a counted loop (check/loops.py): a
+        symbol of its own, its interval known at a dispatch."""
+        loop = counted_loop(v, d, self.defs, self.blocks)
+        if loop is None:
+            return None
+        start, bound = self.value(loop["start"]), self.value(loop["bound"])
+        if start is None or bound is None:
+            return None
+        self.loops.append({"start": Offset(*start).to_json(),
+                           "bound": Offset(add(bound[0], const(loop["bound_adjust"])), bound[1]).to_json(),
+                           "step": loop["step"], "kind": loop["kind"], "bits": loop["bits"]})
+        return sym(f"iv:{len(self.loops) - 1}"), []
 
     def _uniform_load(self, v: str, d: str) -> tuple | None:
         """A load from the WiGroup or a scalar from a buffer the kernel never
@@ -294,9 +319,11 @@ def _dim_extremes(coef_x: int, coef_t: int, tpg: int, ng: int, grid: int) -> tup
 class Evaluator:
     """Polynomials with a dispatch's actual values substituted."""
 
-    def __init__(self, geom: Geometry, scalar):
+    def __init__(self, geom: Geometry, scalar, loops: list | None = None):
         self.geom = geom
         self.scalar = scalar  # (buffer, offset, type) -> int or None
+        self.loops = loops or []
+        self.intervals: dict[int, tuple | None] = {}
         tpg = geom.group
         self.partial = any(geom.grid[d] % tpg[d] for d in range(3))
         self.flat = tpg[1] == 1 and tpg[2] == 1
@@ -334,6 +361,11 @@ class Evaluator:
             var = ""
             coef = c
             for s in mono:
+                if s.startswith("iv:"):
+                    if self.iv_interval(int(s[3:])) is None or var:
+                        return None
+                    var = s
+                    continue
                 v = self._symbol(s)
                 if v is None:
                     return None
@@ -349,38 +381,136 @@ class Evaluator:
             out[var] = out.get(var, 0) + coef
         return out
 
+    def iv_interval(self, k: int) -> tuple[int, int] | None:
+        """[low, high] of counted loop k's induction variable over every
+        thread, or None when its start or bound is not known here or the
+        counter could wrap (then the loop's accesses stay unproven)."""
+        if k in self.intervals:
+            return self.intervals[k]
+        self.intervals[k] = None  # a loop's bound never depends on itself
+        loop = self.loops[k] if 0 <= k < len(self.loops) else None
+        out = None
+        if loop is not None:
+            ends = []
+            for key in ("start", "bound"):
+                off = loop[key]
+                lin = self.linear(from_json(off["poly"]))
+                if lin is None or not all(self.in_range(from_json(p), lo, hi) for p, lo, hi in off["ranges"]):
+                    break
+                ends.append(self.extremes(lin))
+            if len(ends) == 2:
+                (s_lo, s_hi), (b_lo, b_hi) = ends
+                # Every value, and the step past the last one, stays in the
+                # counter's non-negative signed range: no wrap, signed or not.
+                fits = s_lo >= 0 and max(s_hi, b_hi) + loop["step"] <= 1 << (loop["bits"] - 1)
+                if fits and loop["kind"] == "lt":
+                    out = (s_lo, max(s_hi, b_hi - 1))
+                elif fits and loop["kind"] == "ne" and s_hi < b_lo:
+                    out = (s_lo, b_hi - 1)  # the bound is reached, never passed
+        self.intervals[k] = out
+        return out
+
     def extremes(self, lin: dict) -> tuple[int, int]:
         g = self.geom
         lo = hi = lin.get("", 0)
+        for var, c in lin.items():
+            if var.startswith("iv:"):
+                a, b = self.iv_interval(int(var[3:]))
+                lo, hi = lo + min(c * a, c * b), hi + max(c * a, c * b)
         for d, axis in enumerate("xyz"):
             a, b = _dim_extremes(lin.get(axis, 0), lin.get("t" + axis, 0), g.group[d], g.ngroups[d], g.grid[d])
             lo, hi = lo + a, hi + b
         return lo, hi
 
-    def in_range(self, poly: Poly, low: int, high: int) -> bool:
+    def in_range(self, poly: Poly, low: int, high: int, known: list | None = None) -> bool:
         lin = self.linear(poly)
         if lin is None:
             return False
-        lo, hi = self.extremes(lin)
+        lo, hi = self.bounds(lin, known or [])
         return low <= lo and hi < high
 
-    def exclusive(self, parts: list[tuple[dict, int]]) -> bool:
-        """Whether accesses (linear form, size) of all threads touch bytes of
-        their own: one linear part for all, mapping threads apart by at least
-        the footprint of one thread's accesses."""
+    def constraints(self, guards: list) -> list[tuple[dict, int, int]]:
+        """What an access's guards (check/guards.py) say here, as (linear
+        form V without constant, low, high): low <= V <= high for every
+        thread that makes the access. A guard whose sides could have
+        wrapped, or that is not linear here, says nothing."""
+        out = []
+        for g in guards:
+            sides = []
+            for key in ("lhs", "rhs"):
+                off = g[key]
+                lin = self.linear(from_json(off["poly"]))
+                if lin is None or not all(self.in_range(from_json(p), lo, hi) for p, lo, hi in off["ranges"]):
+                    break
+                sides.append(lin)
+            if len(sides) < 2:
+                continue
+            bits = g["bits"]
+            low, high = (-(1 << (bits - 1)), 1 << (bits - 1)) if g["signed"] else (0, 1 << bits)
+            rhs_lo, rhs_hi = self.extremes(sides[1])
+            lhs_lo, lhs_hi = self.extremes(sides[0])
+            # Compared as `bits`-bit integers: the same as comparing the
+            # polynomials only while the bit pattern reads as their value.
+            if rhs_lo < low or rhs_hi >= high or lhs_lo < low or lhs_hi >= high:
+                continue
+            diff = add(sides[0], {k: -v for k, v in sides[1].items()})  # lhs - rhs < 0
+            k = diff.pop("", 0)
+            if not diff:
+                continue
+            v_lo, v_hi = self.extremes(diff)
+            out.append((diff, v_lo, min(v_hi, -1 - k)))
+        return out
+
+    def bounds(self, lin: dict, known: list) -> tuple[int, int]:
+        """extremes() narrowed by what is known where the access runs: the
+        parts of `lin` that are multiples of a constrained form take that
+        form's range (both results are sound; the narrower is kept)."""
+        lo, hi = self.extremes(lin)
+        if not known:
+            return lo, hi
+        rest = {k: Fraction(v) for k, v in lin.items() if k}
+        c_lo = c_hi = Fraction(lin.get("", 0))
+        for form, f_lo, f_hi in known:
+            var = next((v for v in sorted(form) if rest.get(v)), None)
+            if var is None:
+                continue
+            c = rest[var] / form[var]
+            for v, a in form.items():
+                rest[v] = rest.get(v, 0) - c * a
+            a, b = c * f_lo, c * f_hi
+            c_lo, c_hi = c_lo + min(a, b), c_hi + max(a, b)
+        r_lo, r_hi = self.extremes({k: v for k, v in rest.items() if v})
+        return max(lo, math.floor(c_lo + r_lo)), min(hi, math.ceil(c_hi + r_hi))
+
+    def exclusive(self, parts: list[tuple[dict, int, list]]) -> bool:
+        """Whether accesses (linear form, size, constraints) of all threads
+        touch bytes of their own: one linear part for all, mapping the
+        threads that make them apart by at least the footprint of one
+        thread's accesses."""
         if not parts:
             return True
+        if any(k.startswith("iv:") for lin, _, _ in parts for k in lin):
+            return False  # a loop walks a range, owned by no one thread
         key = {k: v for k, v in parts[0][0].items() if k}
-        for lin, _ in parts:
+        for lin, _, _ in parts:
             if {k: v for k, v in lin.items() if k} != key:
                 return False
-        lo = min(lin.get("", 0) for lin, _ in parts)
-        hi = max(lin.get("", 0) + size for lin, size in parts)
+        lo = min(lin.get("", 0) for lin, _, _ in parts)
+        hi = max(lin.get("", 0) + size for lin, size, _ in parts)
         width = hi - lo
         g = self.geom
         dims = []
         for d, axis in enumerate("xyz"):
-            for var, extent in ((axis, g.group[d]), ("t" + axis, g.ngroups[d])):
+            t = "t" + axis
+            a = key.get(axis, 0)
+            if a and key.get(t, 0) == a * g.group[d]:
+                # Linear in the global position: one dimension, as long as
+                # the threads that pass every part's guards can reach.
+                extent = max(self._global_extent(d, known) for _, _, known in parts)
+                if extent > 1:
+                    dims.append((abs(a), extent))
+                continue
+            for var, extent in ((axis, g.group[d]), (t, g.ngroups[d])):
                 if extent > 1:
                     dims.append((abs(key.get(var, 0)), extent))
         span = width
@@ -389,3 +519,16 @@ class Evaluator:
                 return False
             span += coef * (extent - 1)
         return True
+
+    def _global_extent(self, d: int, known: list) -> int:
+        """How many global positions along dimension d the threads that pass
+        one part's guards can have: the grid's, or fewer when a guard bounds
+        b * position from above (b > 0)."""
+        g = self.geom
+        axis, t = "xyz"[d], "t" + "xyz"[d]
+        extent = g.grid[d]
+        for form, _, f_hi in known:
+            b = form.get(axis, 0)
+            if b > 0 and set(form) <= {axis, t} and (form.get(t, 0) == b * g.group[d] or g.ngroups[d] == 1):
+                extent = min(extent, max(0, math.floor(f_hi / b) + 1))
+        return extent

@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..runtime.ir import _DEF, _GLOBAL, _LOCAL, Module, Unsupported, _name, _split_top, parse_call, parse_type
-from .affine import Analysis, Offset
+from .affine import Analysis, Offset, add, const
+from .cfg import Blocks
 from .debuginfo import DebugInfo, strip_debug
+from .guards import Guards
 from .layout import Layout
 from .roots import _DBG_STRIP, _END, Function, Root, _operand_value
 
@@ -76,13 +78,14 @@ class KernelInfo:
     # instrumented: each access through a buffer or constant (its offset as a
     # polynomial, check/affine.py, or None) and what else the kernel does.
     accesses: list = field(default_factory=list)
+    loops: list = field(default_factory=list)  # counted loops the offsets' `iv:` symbols name
     uses: set = field(default_factory=set)  # "threadgroup", "private", "unknown", "atomic", "sync"
 
     def to_json(self) -> dict:
         return {"buffer_granule": {str(k): v for k, v in self.buffer_granule.items()},
                 "written": sorted(self.written), "float_atomics": sorted(self.float_atomics),
                 "writes_unknown": self.writes_unknown, "unchecked_calls": self.unchecked_calls,
-                "accesses": self.accesses, "uses": sorted(self.uses),
+                "accesses": self.accesses, "loops": self.loops, "uses": sorted(self.uses),
                 **({"not_checked": self.not_instrumented} if self.not_instrumented else {})}
 
 
@@ -301,9 +304,11 @@ class Instrumenter:
         """The facts check/session.py proves dispatches with (check/affine.py)."""
         written = {r.index for _, acc, roots in accesses for (_, rw), r in zip(acc.ptrs, roots)
                    if r.kind == "buf" and (rw == "write" or acc.info_bits & (A_WRITE | A_ATOMIC))}
+        blocks = Blocks(fn.lines)
         analysis = Analysis(fn.defs, fn.params, self.layout, uniform_buffers=set(range(64)) - written,
-                            root_of=fn.root)
-        for _, acc, roots in accesses:
+                            root_of=fn.root, blocks=blocks, loops=info.loops)
+        guards = Guards(blocks, fn.defs)
+        for line, acc, roots in accesses:
             if acc.kind == "atomic" or acc.info_bits & A_ATOMIC:
                 info.uses.add("atomic")
             for (ptr, rw), r in zip(acc.ptrs, roots):
@@ -318,9 +323,25 @@ class Instrumenter:
                 p = analysis.pointer(ptr) if entry["size"] is not None else None
                 if p is not None and _same_value(p[0], r, fn):
                     entry["offset"] = Offset(p[1][0], p[1][1]).to_json()
+                    entry["guards"] = self._guards(analysis, guards, blocks.block_at[line])
                 info.accesses.append(entry)
         if any(re.search(r"@__mk_sync_(barrier|simd)\(", ln) for ln in fn.lines):
             info.uses.add("sync")
+
+    @staticmethod
+    def _guards(analysis: Analysis, guards: Guards, block: str) -> list:
+        """The comparisons (check/guards.py) that hold where an access runs,
+        as offset polynomials: lhs < rhs ("strict") or lhs <= rhs."""
+        out = []
+        for lhs, pred, rhs, bits in guards.at(block):
+            a, b = analysis.value(lhs), analysis.value(rhs)
+            if a is None or b is None:
+                continue
+            if pred in ("ule", "sle"):
+                b = (add(b[0], const(1)), b[1])
+            out.append({"lhs": Offset(*a).to_json(), "rhs": Offset(*b).to_json(),
+                        "signed": pred[0] == "s", "bits": bits})
+        return out
 
     def _tmp(self, fn: Function) -> str:
         fn.tmp += 1
@@ -535,6 +556,50 @@ def instrument(text: str, symbols: list[int], runtime_dirs: tuple[str, ...] = ()
     if not runtime_dirs:
         runtime_dirs = (str(Path(__file__).resolve().parents[1] / "runtime" / "include"),)
     return Instrumenter(text, symbols, runtime_dirs).run()
+
+
+def describe(text: str, symbols: list[int]) -> dict[int, KernelInfo]:
+    """The dispatch-time facts (accesses as offset polynomials, loops,
+    guards, what is written) of the per-thread functions of `symbols` in
+    `text`, without instrumenting them: what the runtime proves a
+    dispatch's stores in bounds with (runtime/store_guard.py)."""
+    inst = Instrumenter.__new__(Instrumenter)
+    inst.mod = Module(text)
+    inst.layout = Layout(inst.mod.types)
+    inst.globals = {}
+    for ln in inst.mod.lines:
+        m = re.match(rf"^({_GLOBAL}) = ", ln)
+        if m:
+            inst.globals[_name(m.group(1))] = ln
+    out = {}
+    for sym in symbols:
+        fname = f"__mk_wi_{sym}"
+        if fname not in inst.mod.functions:
+            continue
+        a, b = inst.mod.functions[fname]
+        info = KernelInfo()
+        try:
+            fn = Function(inst.mod.lines[a:b + 1], inst.layout, inst.globals)
+            accesses = []
+            for i, ln in enumerate(fn.lines[1:-1], start=1):
+                try:
+                    acc = _access(ln, inst.layout)
+                except (Unsupported, IndexError, ValueError):
+                    acc = None
+                if acc is not None:
+                    accesses.append((i, acc, [fn.root(p) for p, _ in acc.ptrs]))
+            inst._describe(fn, accesses, info)
+            for _, acc, roots in accesses:
+                for (_, rw), r in zip(acc.ptrs, roots):
+                    writes = rw == "write" or acc.info_bits & (A_WRITE | A_ATOMIC)
+                    if writes and r.kind == "buf":
+                        info.written.add(r.index)
+                    elif writes and r.kind == "unknown":
+                        info.writes_unknown = True
+        except Unsupported as e:
+            info.not_instrumented = str(e)
+        out[sym] = info
+    return out
 
 
 def functions_to_inline(text: str, symbols: list[int]) -> set[str]:

@@ -34,37 +34,40 @@ def prove(facts: dict, grid, group, ngroups, ptrs, sizes, spans) -> Proof:
     accesses = facts.get("accesses")
     if accesses is None or facts.get("writes_unknown"):
         return proof
-    ev = Evaluator(Geometry(list(grid), list(group), list(ngroups)), _scalar(ptrs, sizes))
+    ev = Evaluator(Geometry(list(grid), list(group), list(ngroups)), _scalar(ptrs, sizes), facts.get("loops"))
     safe = True
     per_buffer: dict[int, list] = {}
     shared: set[int] = set()  # buffers with an access that is not a known polynomial
     for a in accesses:
         off = a.get("offset")
         lin = None
+        known = []
         if off is not None and a["size"]:
             lin = ev.linear(from_json(off["poly"]))
-            if lin is not None and not all(ev.in_range(from_json(p), lo, hi) for p, lo, hi in off["ranges"]):
+            known = ev.constraints(a.get("guards", [])) if lin is not None else []
+            if lin is not None and not all(ev.in_range(from_json(p), lo, hi, known) for p, lo, hi in off["ranges"]):
                 lin = None
         if a["root"] == "buf":
             if lin is None:
                 shared.add(a["index"])
             else:
-                per_buffer.setdefault(a["index"], []).append((lin, a["size"], a["write"]))
-        if lin is None or not _inside(ev, lin, a, ptrs, spans):
+                per_buffer.setdefault(a["index"], []).append((lin, a["size"], known, a["write"]))
+        if lin is None or not _inside(ev, lin, known, a, ptrs, spans):
             safe = False
-    written = {b for b, parts in per_buffer.items() if any(w for _, _, w in parts)}
+    written = {b for b, parts in per_buffer.items() if any(w for *_, w in parts)}
     written |= {a["index"] for a in accesses if a["root"] == "buf" and a["write"]}
     for b in written:
-        if b not in shared and ev.exclusive([(lin, size) for lin, size, _ in per_buffer.get(b, [])]):
+        if b not in shared and ev.exclusive([(lin, size, known) for lin, size, known, _ in per_buffer.get(b, [])]):
             proof.exclusive.add(b)
     proof.whole = safe and not (set(facts.get("uses", [])) & UNPROVABLE_USES) and written <= proof.exclusive
     return proof
 
 
-def _inside(ev: Evaluator, lin: dict, a: dict, ptrs, spans) -> bool:
-    """Whether every thread's access stays inside its object, aligned."""
+def _inside(ev: Evaluator, lin: dict, known: list, a: dict, ptrs, spans) -> bool:
+    """Whether every thread that makes the access stays inside its object,
+    aligned."""
     size, align = a["size"], max(1, a["align"])
-    lo, hi = ev.extremes(lin)
+    lo, hi = ev.bounds(lin, known)
     if a["root"] == "glob":
         first, last = 0, a["object_size"] - size
         base = 0
@@ -79,4 +82,30 @@ def _inside(ev: Evaluator, lin: dict, a: dict, ptrs, spans) -> bool:
         return False
     if any(c % align for k, c in lin.items() if k) or (base + lin.get("", 0)) % align:
         return False
+    return True
+
+
+def stores_in_bounds(facts: dict, grid, group, ngroups, ptrs, sizes) -> bool:
+    """Whether every store the kernel makes to a buffer stays inside the
+    bytes bound to it ([ptr, ptr + size)) for every thread of this dispatch:
+    then the runtime runs it unguarded (runtime/store_guard.py)."""
+    accesses = facts.get("accesses")
+    if accesses is None or facts.get("writes_unknown"):
+        return False
+    ev = Evaluator(Geometry(list(grid), list(group), list(ngroups)), _scalar(ptrs, sizes), facts.get("loops"))
+    spans = [(p, n) for p, n in zip(ptrs, sizes)]
+    for a in accesses:
+        if not a["write"] or a["root"] != "buf":
+            continue
+        off = a.get("offset")
+        if off is None or not a["size"]:
+            return False
+        lin = ev.linear(from_json(off["poly"]))
+        if lin is None:
+            return False
+        known = ev.constraints(a.get("guards", []))
+        if not all(ev.in_range(from_json(p), lo, hi, known) for p, lo, hi in off["ranges"]):
+            return False
+        if not _inside(ev, lin, known, a, ptrs, spans):
+            return False
     return True

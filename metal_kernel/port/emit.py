@@ -18,7 +18,8 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
-from ..runtime.rewriter import KernelEntry, Param, entry_code
+from ..runtime.entries import EntrySpec, Param, entry_code
+from ..runtime.rewriter import KernelEntry
 from .analyse import Kernel, Unit
 from .parse import Source, declarator_name, keywords, walk
 
@@ -215,8 +216,8 @@ class Emitter:
             f" __mk_cuparams_{sym}[] = {{ {codes} }};"
         )
         params = [Param(name, "buffer", index=i) for i, name in enumerate(k.params)] + BLOCK_PARAMS
-        code += entry_code(sym, wrapper, params, None, self.workitem)
-        entry = KernelEntry(spelling, sym, params, k.file, k.line, k.max_threads, False)
+        code += entry_code(EntrySpec(sym, wrapper, f"decltype({wrapper})", params, describe=False), self.workitem)
+        entry = KernelEntry(spelling, sym, params, k.file, k.line, k.max_threads)
         self.out.kernels.append(CudaKernelEntry(entry, spelling, list(k.params)))
         return code
 

@@ -9,7 +9,11 @@ from dataclasses import dataclass
 
 from ..runtime.compiler import CompiledLibrary
 from ..runtime.errors import KernelError, KernelTimeout
-from ..runtime.library import Kernel, Library, _Bound, _is_ndarray, _is_tensor, array_extent, dispatch_interceptor
+from ..runtime.binding import Bound as _Bound
+from ..runtime.binding import array_extent
+from ..runtime.binding import is_ndarray as _is_ndarray
+from ..runtime.binding import is_tensor as _is_tensor
+from ..runtime.library import Kernel, Library, dispatch_interceptor
 from ..runtime.native import CUDA_MAX_SHARED_MEMORY, DISPATCH_CUDA, ErrorInfo
 from .analyse import normalise_spelling
 from .binding import (BFLOAT16, BOOL, FLOAT, HALF, POINTER, SIGNED, UNSIGNED, ArgumentError, TypeCode,
@@ -54,9 +58,9 @@ def _dims(v, what: str, kernel: str, limits) -> tuple[int, int, int]:
 class CudaKernel(Kernel):
     """One kernel (or kernel template instantiation) of a CUDA library."""
 
-    def __init__(self, library, entry, fn, sizes, tg_mem, fiber_fn=None, stream_fn=None):
-        super().__init__(library, entry, fn, sizes, tg_mem, fiber_fn, stream_fn)
-        lib = library._lib
+    def __init__(self, library, entry, fn, sizes, param_types, fiber_fn=None, stream_fn=None, cdll=None):
+        super().__init__(library, entry, fn, sizes, param_types, fiber_fn, stream_fn, cdll)
+        lib = cdll
         n = ctypes.c_uint64.in_dll(lib, f"__mk_cuparams_{entry.symbol}").value
         codes = (ctypes.c_uint64 * (n + 1)).in_dll(lib, f"__mk_cuparams_{entry.symbol}")
         self.param_types = [TypeCode.decode(codes[1 + i]) for i in range(n)]

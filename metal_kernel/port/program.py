@@ -17,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..runtime.compiler import (COMMON_FLAGS, INCLUDE_DIR, CompileOptions, _atomic_write, _compile_error, _sha,
+from ..runtime.compiler import (COMMON_FLAGS, INCLUDE_DIR, CompileOptions, _atomic_write, _error, _sha,
                                 build_runtime_library, cache_dir, cpu_identity, frontend_of, preprocess,
                                 runtime_version)
+from ..runtime.pass2 import NO_BF16_INSTRUCTIONS
 from ..runtime.errors import MetalCompileError
 from ..runtime.toolchain import find_toolchain
 from .analyse import analyse
@@ -73,15 +74,15 @@ def build_program(source: str, filename: str = "program.cu", include_dirs: Seque
         cpp = Path(tmp) / "program.cpp"
         cpp.write_text(emit_program(src, unit))
         out = Path(tmp) / "program"
-        args = ["-x", "c++", *COMMON_FLAGS, "-O2", "-w", "-ferror-limit=10", "-fno-caret-diagnostics",
-                "-DMKCUDA_HOST_PROGRAM=1", *(["-DMKCUDA_CAPTURE=1"] if capture else []),
+        args = ["-x", "c++", *COMMON_FLAGS, *tc.march(), *NO_BF16_INSTRUCTIONS, "-O2", "-w", "-ferror-limit=10",
+                "-fno-caret-diagnostics", "-DMKCUDA_HOST_PROGRAM=1", *(["-DMKCUDA_CAPTURE=1"] if capture else []),
                 "-I", str(INCLUDE_DIR), "-I", str(PORT_INCLUDE),
                 "-include", str(PRELUDE), "-include", str(HOST_HEADER), str(cpp),
                 "-x", "none", runtime, f"-Wl,-rpath,{os.path.dirname(runtime)}", "-lm", "-lpthread",
                 "-o", str(out)]
         proc = subprocess.run(tc.cxx(*args), capture_output=True, text=True, cwd=tmp)
         if proc.returncode != 0:
-            e = _compile_error(proc.stderr, opts, source, tmp)
+            e = _error(proc.stderr, opts, source, tmp)
             raise CudaCompileError(e.detail, file=e.filename, line=e.lineno, text=e.text,
                                    compiler_output=e.compiler_output)
         _atomic_write(exe, out.read_bytes())

@@ -8,7 +8,7 @@ from torchgen.model import DispatchKey
 from aten_tree import build_tree
 from metal_kernel.aten.cli import aten
 from metal_kernel.aten.coverage import compute
-from metal_kernel.aten.tree import PyTorchTree
+from metal_kernel.aten.model.tree import PyTorchTree
 
 
 @pytest.fixture(scope="module")

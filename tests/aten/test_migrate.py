@@ -4,8 +4,8 @@ from click.testing import CliRunner
 
 from aten_tree import snapshot
 from metal_kernel.aten.cli import aten
-from metal_kernel.aten.tree import PyTorchTree
-from metal_kernel.aten.yaml_model import NativeFunctions
+from metal_kernel.aten.model.tree import PyTorchTree
+from metal_kernel.aten.model.native_functions import NativeFunctions
 
 YAML = "aten/src/ATen/native/native_functions.yaml"
 

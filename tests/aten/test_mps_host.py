@@ -7,8 +7,8 @@ each launch, so these run without a compiler.
 
 import torch
 
-from metal_kernel.aten.mps_host import MpsHost, cpu_scalar
-from metal_kernel.aten.tensor_iter import TensorIter
+from metal_kernel.aten.twin.mps_host import MpsHost, cpu_scalar
+from metal_kernel.aten.twin.tensor_iter import TensorIter
 
 UNARY = [f"f_{k}_float_float" for k in ("dense", "dense_scalar", "strided")] + [
     f"f_{k}_float" for k in ("dense_castout", "dense_castout_ilp", "strided_castout")]

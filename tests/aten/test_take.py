@@ -6,6 +6,7 @@ the runtime, so the verify tests need `metal_kernel.compile_shader`.
 """
 
 import difflib
+import json
 import re
 
 import pytest
@@ -15,11 +16,11 @@ from torchgen.model import DispatchKey
 
 import metal_kernel
 from aten_tree import FIXTURES, TAKE, TAKE_NO_WRAP, TORCH, snapshot
-from metal_kernel.aten import take_host
+from metal_kernel.aten.recipes import take as take_host
 from metal_kernel.aten.cli import aten
-from metal_kernel.aten.mps_stream import MpsStream, error_messages_layout
-from metal_kernel.aten.tree import PyTorchTree
-from metal_kernel.aten.yaml_model import NativeFunctions
+from metal_kernel.aten.twin.mps_stream import MpsStream, error_messages_layout
+from metal_kernel.aten.model.tree import PyTorchTree
+from metal_kernel.aten.model.native_functions import NativeFunctions
 
 YAML = "aten/src/ATen/native/native_functions.yaml"
 METAL = "aten/src/ATen/native/mps/kernels/Take.metal"
@@ -178,8 +179,8 @@ def test_existing_mm_without_the_functions_gets_them_before_the_namespace_end(tr
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--functor", FIXTURES / "take.metal"], "error: 'take' needs a custom kernel: pass --kernel FILE"),
-    (["--kernel", FIXTURES / "heaviside.expr"], "heaviside.expr: no `kernel void` function in the kernel file"),
+    (["--functor", FIXTURES / "take/take.metal"], "error: 'take' needs a custom kernel: pass --kernel FILE"),
+    (["--kernel", FIXTURES / "functors/heaviside.expr"], "heaviside.expr: no `kernel void` function in the kernel file"),
     (["--kernel", FIXTURES / "missing.metal"], "missing.metal: kernel file does not exist"),
 ])
 def test_bad_take_input_is_one_message_and_no_change(tree, args, message):
@@ -213,17 +214,33 @@ def test_add_take_verifies_every_dtype_exactly_with_out_of_range_reported_by_the
     assert result.exit_code == 0, result.output
     assert "verify take (kernel 'take'):" in result.output
     for dtype in DTYPES:
-        assert re.search(rf"  {dtype} +ok +\d+ cases  max error 0  \(exact; 1 kernels; 2 kernel-reported errors\)",
-                         result.output), dtype
+        assert re.search(rf"  {dtype} +ok +\d+ cases, \d+ distinct inputs, 0 skipped, 3 kernel-reported errors; "
+                         r"max error 0; atol 0 rtol 0 \(exact: a copy is compared bit for bit\)", result.output), dtype
     report = verify(tree)
-    by_dtype = {r.dtype: r for r in report.results}
+    by_dtype = {r.name: r for r in report.results}
     assert list(by_dtype) == DTYPES and not report.failed
     assert by_dtype["float32"].kernels == {"take_float_long"}
     assert by_dtype["complex64"].kernels == {"take_float2_long"}
-    assert by_dtype["bool"].kernel_errors == [
+    errors = by_dtype["bool"].kernel_errors
+    assert errors[:2] == [
         "index past the end: out of range: tried to access index 9 on a tensor of 9 elements.",
         "index before the start: out of range: tried to access index -10 on a tensor of 9 elements."]
+    # two indices out of range: threads race, the kernel may name either; the CPU names the first
+    assert errors[2] in ("indices past both ends: out of range: tried to access index 12 on a tensor of 9 elements.",
+                         "indices past both ends: out of range: tried to access index -20 on a tensor of 9 elements.")
     assert all(r.cases >= 50 for r in report.results)
+
+
+@runtime
+def test_a_kernel_error_that_does_not_match_the_cpus_index_error_fails(tree, tmp_path):
+    worded = tmp_path / "take_other_words.metal"
+    source = (FIXTURES / "take/take.metal").read_text()
+    assert source.count('"out of range: tried to access index "') == 1
+    worded.write_text(source.replace('"out of range: tried to access index "', '"bad index "'))
+    assert add_take(tree, ["--kernel", worded]).exit_code == 0
+    failures = [str(f) for r in verify(tree).results for f in r.failures]
+    assert any(f.startswith("index past the end") and "the kernel reports AcceleratorError: bad index 9" in f
+               and "the CPU raises IndexError: out of range: tried to access index 9" in f for f in failures)
 
 
 @runtime
@@ -245,7 +262,7 @@ def test_verify_fails_on_a_kernel_that_rejects_negative_indices(tree):
     assert add_take(tree, TAKE_NO_WRAP).exit_code == 0
     report = verify(tree)
     assert report.failed and all(not r.ok for r in report.results)
-    failures = [f for r in report.results for f in r.failures]
+    failures = [str(f) for r in report.results for f in r.failures]
     assert any("CPU" not in f and "the MPS host raises AcceleratorError: out of range: tried to access index -7" in f
                for f in failures)
     result = run("verify", "take", "--pytorch", tree)
@@ -255,10 +272,26 @@ def test_verify_fails_on_a_kernel_that_rejects_negative_indices(tree):
 @runtime
 def test_verify_fails_on_a_kernel_without_a_range_check(tree, tmp_path):
     unchecked = tmp_path / "take_unchecked.metal"
-    source = (FIXTURES / "take.metal").read_text()
+    source = (FIXTURES / "take/take.metal").read_text()
     source = source.replace("if (idx < -numel || idx >= numel) {", "if (false) {")
     unchecked.write_text(source)
     assert add_take(tree, ["--kernel", unchecked]).exit_code == 0
-    failures = [f for r in verify(tree).results for f in r.failures]
+    report = verify(tree)
+    failures = [str(f) for r in report.results for f in r.failures]
     assert any(f.startswith("index past the end") and "CPU raises IndexError: out of range" in f
                and "the MPS host returns a result" in f for f in failures)
+    # the checker names the read past the end of `self` itself, in every dtype
+    for r in report.results:
+        assert r.checked and any(str(f).startswith("checker: oob") and "buffer 'self'" in str(f)
+                                 for f in r.failures), r.name
+
+
+@runtime
+def test_the_checker_is_on_by_default_and_can_be_turned_off(tree):
+    assert add_take(tree).exit_code == 0
+    result = run("verify", "take", "--pytorch", tree, "--dtype", "int32", "--math", "exact", "--json")
+    assert result.exit_code == 0, result.output
+    assert [d["checked"] for d in json.loads(result.output)["dtypes"]] == [True]
+    result = run("verify", "take", "--pytorch", tree, "--dtype", "int32", "--math", "exact", "--no-check", "--json")
+    assert result.exit_code == 0, result.output
+    assert [d["checked"] for d in json.loads(result.output)["dtypes"]] == [False]

@@ -4,7 +4,6 @@ right kind, at the line marked `// BUG`; no clean kernel gives a finding."""
 from __future__ import annotations
 
 import functools
-import re
 
 import pytest
 

@@ -1,13 +1,20 @@
 """Direct kernels write large outputs with non-temporal stores
 (runtime/streaming.py). The variant must compute exactly what the ordinary
 loop computes, whatever the alignment of the buffers, and must never be
-used for kernels whose stores it could slow down or break."""
+used for kernels whose stores it could slow down or break.
+
+Which kernels get a variant depends on the vector width the build target
+has (AVX2, AVX-512, ...): expectations are derived from it, so the file
+passes on any x86-64 CPU and under any METAL_KERNEL_MARCH."""
 
 import numpy as np
 import pytest
 import torch
 
 import metal_kernel
+from metal_kernel.runtime.pass2 import target_vector_bytes
+from metal_kernel.runtime.streaming import MIN_VECTOR_BYTES
+from metal_kernel.runtime.toolchain import find_toolchain
 
 SOURCE = r"""
 #include <metal_stdlib>
@@ -63,11 +70,27 @@ def _view_at(byte_offset: int, n: int, dtype=np.float32) -> np.ndarray:
     return raw[start:start + n * item].view(dtype)
 
 
+def _widest_store(element_bytes: int) -> int:
+    """Bytes of the widest store a vectorised loop over float inputs makes
+    for outputs of `element_bytes` on this build target."""
+    return target_vector_bytes(find_toolchain()) // 4 * element_bytes
+
+
 def test_simple_direct_kernels_have_a_streaming_variant(lib):
-    for name in ("saxpy", "scale_in_place", "to_half", "two_outputs", "wild_write"):
+    # float/int outputs: one vector of the target's width per store; half
+    # outputs of float inputs: half as wide (16 bytes with AVX2: no variant).
+    for name, element_bytes in (("saxpy", 4), ("scale_in_place", 4), ("to_half", 2), ("two_outputs", 4),
+                                ("wild_write", 4)):
         k = getattr(lib, name)
         assert k.execution_mode == "direct"
-        assert k.streaming_stores, name
+        assert k.streaming_stores == (_widest_store(element_bytes) >= MIN_VECTOR_BYTES), name
+
+
+def test_the_target_vector_width_follows_metal_kernel_march(monkeypatch):
+    monkeypatch.setenv("METAL_KERNEL_MARCH", "x86-64-v3")  # AVX2
+    assert _widest_store(4) == 32 and _widest_store(2) == 16
+    monkeypatch.setenv("METAL_KERNEL_MARCH", "x86-64")  # SSE2
+    assert _widest_store(4) == 16
 
 
 def test_kernels_with_private_arrays_or_threadgroup_memory_have_none(lib):

@@ -13,8 +13,6 @@ import torch
 import metal_kernel
 from metal_kernel import KernelError, KernelTimeout
 
-# Not under `pytest --metal-check`: endless kernels that race on purpose: the runtime's own stopping is under test.
-pytestmark = pytest.mark.no_metal_check
 
 SOURCE = r"""
 #include <metal_stdlib>
@@ -65,6 +63,7 @@ def _still_works(lib):
     ("spin_one_group", (), 64 * 8),       # one group of eight does
     ("spin_with_barriers", (), 64),       # loops across barriers
 ])
+@pytest.mark.no_metal_check  # endless or faulting kernels on purpose (the runtime's own stopping is under test)
 def test_endless_kernels_are_stopped(both, name, args, threads):
     out = torch.zeros(64)
     start = time.monotonic()
@@ -82,6 +81,7 @@ def test_endless_kernels_are_stopped(both, name, args, threads):
     _still_works(both)
 
 
+@pytest.mark.no_metal_check  # endless or faulting kernels on purpose (the runtime's own stopping is under test)
 def test_fibers_name_the_running_thread(fiber_lib):
     with pytest.raises(KernelTimeout) as e:
         fiber_lib.spin_with_barriers(torch.zeros(64), threads=64, group_size=64, timeout=0.2)
@@ -89,6 +89,7 @@ def test_fibers_name_the_running_thread(fiber_lib):
     assert "thread [" in str(e.value)
 
 
+@pytest.mark.no_metal_check  # endless or faulting kernels on purpose (the runtime's own stopping is under test)
 def test_timeout_from_the_environment(lib, monkeypatch):
     monkeypatch.setenv("METAL_KERNEL_TIMEOUT", "0.2")
     with pytest.raises(KernelTimeout, match="within 0.2 s"):
@@ -103,6 +104,7 @@ def test_a_kernel_that_finishes_is_untouched_by_its_timeout(lib, timeout):
     assert torch.equal(out, torch.arange(1 << 16, dtype=torch.float32))
 
 
+@pytest.mark.no_metal_check  # endless or faulting kernels on purpose (the runtime's own stopping is under test)
 def test_faults_are_still_reported_with_a_timeout(lib):
     with pytest.raises(KernelError) as e:
         lib.wild(torch.zeros(64), threads=64, timeout=10)

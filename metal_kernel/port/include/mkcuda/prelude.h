@@ -11,6 +11,9 @@
 
 #include "mkcuda/types.h"
 
+// The shared headers (mk/simd.h) leave out what only Metal has.
+#define MK_FRONTEND_CUDA 1
+
 // mk/simd.h's Metal reductions name these.
 namespace metal {
 template <class T> inline T min(T a, T b) { return b < a ? b : a; }

@@ -70,7 +70,9 @@ template <> struct atomic_ok<ulong> : std::true_type {};
 template <class T> struct id { typedef T type; };
 } // namespace _mk
 
-template <class T> struct atomic {
+// alignas: explicit alignment, which -fmax-type-align=4 (compiler.py) keeps,
+// so an 8-byte atomic stays a lock-free instruction (not a libatomic call).
+template <class T> struct alignas(sizeof(T)) atomic {
   static_assert(_mk::atomic_ok<T>::value, "Metal atomics exist for int, uint, float, bool, long and ulong");
   typedef T value_type;
   typedef T _storage;
@@ -79,7 +81,7 @@ template <class T> struct atomic {
   atomic(const atomic&) = delete;
   atomic& operator=(const atomic&) = delete;
 };
-template <> struct atomic<bool> {
+template <> struct alignas(4) atomic<bool> {
   typedef bool value_type;
   typedef uint _storage;
   uint _v;
@@ -97,7 +99,8 @@ typedef atomic<ulong> atomic_ulong;
 
 namespace _mk {
 template <class T> MK_INLINE auto* bits_ptr(volatile atomic<T>* p) {
-  typedef std::conditional_t<sizeof(p->_v) == 8, unsigned long, unsigned int> B;
+  typedef std::conditional_t<sizeof(p->_v) == 8, unsigned long, unsigned int> U;
+  typedef U B __attribute__((aligned(sizeof(U))));  // explicit, as atomic<T> is
   return reinterpret_cast<volatile B*>(&p->_v);
 }
 template <class T> MK_INLINE auto to_storage(T v) {

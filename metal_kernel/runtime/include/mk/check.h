@@ -92,14 +92,16 @@ struct DevEntry {
 };
 static_assert(sizeof(DevEntry) == 20, "mirrored in check/native.py");
 
-// Threadgroup memory: one entry per byte of the worker's threadgroup arena
-// (only the first byte of each granule is used). `gen` names the group the
-// entry belongs to: an older one reads as empty, so nothing is cleared
-// between groups. wl/rl: thread + 1 (0: none) or a reader tag; we/re: the
-// group's epoch; wc/rc: the simdgroup clock of that thread's simdgroup.
+// Threadgroup memory: one entry per granule of the worker's threadgroup arena
+// (three tables by granule size, see tg_access). The writer and the readers
+// are stamps: the group's generation (an entry of an older group reads as
+// empty, so nothing is cleared between groups), the threadgroup epoch, and
+// the thread + 1 (0: none) or a reader tag, packed so that "written or read
+// in this epoch of this group" is one compare. wc/rc: the simdgroup clock of
+// that thread's simdgroup; ws/rs: sites.
 struct TgEntry {
-  uint32_t gen;
-  uint16_t wl, we, wc, ws, rl, re, rc, rs, init, pad;
+  uint64_t w, r;  // gen << 32 | epoch << 16 | thread + 1 (or a reader tag)
+  uint16_t wc, rc, ws, rs;
 };
 static_assert(sizeof(TgEntry) == 24, "24 bytes");
 
@@ -125,8 +127,10 @@ constexpr uint32_t kDedupSlots = 4096;
 
 struct Group;
 
-// One checked dispatch; filled by the host (check/native.py).
-struct Dispatch {
+// One checked dispatch; filled by the host (check/native.py). alignas:
+// explicit alignment survives -fmax-type-align=4 (compiler.py), so the 8-byte
+// atomics on `total`, `keys` stay lock-free instructions (no libatomic call).
+struct alignas(8) Dispatch {
   uint32_t tools;
   uint32_t nbuffers;
   Buffer buffers[64];
@@ -318,14 +322,9 @@ __attribute__((always_inline)) inline void dev_access(Group* G, const Buffer& B,
   }
 }
 
-// Threadgroup memory: ordered by a threadgroup barrier ordering threadgroup
-// memory (epoch), or, within a simdgroup, by a simdgroup barrier that does
-// (the simdgroup's clock).
-__attribute__((always_inline)) inline bool tg_ordered(uint16_t ol, uint16_t oe, uint16_t oc, uint16_t l, uint16_t e,
-                                                      uint16_t c) {
-  return ol == l || oe != e || (((ol - 1) >> 5) == ((l - 1) >> 5) && oc != c);
-}
-
+// Threadgroup memory: two accesses are ordered by a threadgroup barrier
+// ordering threadgroup memory between them (a new epoch), or, within a
+// simdgroup, by a simdgroup barrier that does (the simdgroup's clock).
 __attribute__((always_inline)) inline void tg_access(Group* G, uint64_t a, uint64_t size, uint32_t lin,
                                                      uint32_t info, uint32_t site, uint64_t lo, uint32_t object,
                                                      uint8_t* uninit) {
@@ -337,53 +336,53 @@ __attribute__((always_inline)) inline void tg_access(Group* G, uint64_t a, uint6
   const uint64_t first = off >> unit;
   uint64_t last = (off + size - 1) >> unit;
   if (last >= (kTgArena >> unit)) last = (kTgArena >> unit) - 1;
-  const uint16_t l = uint16_t(lin + 1), e = G->tg_epoch, sg = uint16_t(lin >> 5), c = G->sgc[sg];
+  const uint16_t l = uint16_t(lin + 1), sg = uint16_t(lin >> 5), c = G->sgc[sg];
+  const uint64_t gen = uint64_t(G->gen) << 32;
+  const uint64_t now = gen | (uint64_t(G->tg_epoch) << 16);  // this epoch of this group
   bool all_uninit = true;
   for (uint64_t k = first; k <= last; ++k) {
     TgEntry& E = table[k];
-    if (E.gen != G->gen) {
-      memset(&E, 0, sizeof E);
-      E.gen = G->gen;
-    }
-    const uint64_t addr = G->tg_lo + (k << unit);
-    if (info & A_ATOMIC) {
-      E.init = 1;
+    const uint64_t W = E.w;
+    if ((W & ~uint64_t(0xffffffff)) == gen) all_uninit = false;  // written in this group
+    if (info & A_ATOMIC) {  // exempt from races; it initialises
+      if ((W & ~uint64_t(0xffffffff)) != gen) E.w = gen | 0xffff0000u;  // no writer, an epoch none matches
       all_uninit = false;
       continue;
     }
-    if (E.wl && !tg_ordered(E.wl, E.we, E.wc, l, e, c))
-      race(G, lin, site, info, G->group, E.wl - 1u, E.ws, A_WRITE, addr, lo, object);
+    const uint16_t wl = uint16_t(W);
+    if ((W & ~uint64_t(0xffff)) == now && wl && wl != l && !(((wl - 1) >> 5) == sg && E.wc != c))
+      race(G, lin, site, info, G->group, wl - 1u, E.ws, A_WRITE, G->tg_lo + (k << unit), lo, object);
+    const uint64_t R = E.r;
+    const bool this_epoch = (R & ~uint64_t(0xffff)) == now;
+    const uint16_t rl = uint16_t(R);
     if (info & A_WRITE) {
-      if (E.rl) {
+      if (this_epoch && rl) {
         bool conflict;
-        if (E.rl == R_MULTI_EPOCH) conflict = E.re == e;
-        else if (E.rl & R_MULTI_SG) conflict = E.re == e && ((E.rl & 0x7fff) != sg || E.rc == c);
-        else conflict = !tg_ordered(E.rl, E.re, E.rc, l, e, c);
+        if (rl == R_MULTI_EPOCH) conflict = true;
+        else if (rl & R_MULTI_SG) conflict = (rl & 0x7fff) != sg || E.rc == c;
+        else conflict = rl != l && !(((rl - 1) >> 5) == sg && E.rc != c);
         if (conflict)
-          race(G, lin, site, info, G->group, (E.rl & R_MULTI_SG) ? 0xffffffffu : E.rl - 1u, E.rs, A_READ, addr, lo,
-               object);
-        E.rl = 0;
+          race(G, lin, site, info, G->group, (rl & R_MULTI_SG) ? 0xffffffffu : rl - 1u, E.rs, A_READ,
+               G->tg_lo + (k << unit), lo, object);
       }
-      E.wl = l;
-      E.we = e;
+      E.r = 0;
+      E.w = now | l;
       E.wc = c;
       E.ws = uint16_t(site);
-      E.init = 1;
       all_uninit = false;
+    } else if (!this_epoch || !rl) {
+      E.r = now | l;
+      E.rc = c;
+      E.rs = uint16_t(site);
+    } else if (rl == R_MULTI_EPOCH) {
+    } else if (rl & R_MULTI_SG) {
+      if ((rl & 0x7fff) != sg) E.r = now | R_MULTI_EPOCH;
+      else if (E.rc != c) { E.r = now | l; E.rc = c; E.rs = uint16_t(site); }
+    } else if (((rl - 1) >> 5) == sg) {
+      if (rl == l || E.rc != c) { E.r = now | l; E.rc = c; E.rs = uint16_t(site); }
+      else E.r = now | uint16_t(R_MULTI_SG | sg);
     } else {
-      if (E.init) all_uninit = false;
-      if (!E.rl || E.re != e) {
-        E.rl = l; E.re = e; E.rc = c; E.rs = uint16_t(site);
-      } else if (E.rl == R_MULTI_EPOCH) {
-      } else if (E.rl & R_MULTI_SG) {
-        if ((E.rl & 0x7fff) != sg) E.rl = R_MULTI_EPOCH;
-        else if (E.rc != c) { E.rl = l; E.rc = c; E.rs = uint16_t(site); }
-      } else if (((E.rl - 1) >> 5) == sg) {
-        if (E.rl == l || E.rc != c) { E.rl = l; E.rc = c; E.rs = uint16_t(site); }
-        else E.rl = uint16_t(R_MULTI_SG | sg);
-      } else {
-        E.rl = R_MULTI_EPOCH;
-      }
+      E.r = now | R_MULTI_EPOCH;
     }
   }
   if (uninit && (info & A_READ) && !(info & (A_WRITE | A_ATOMIC)) && all_uninit) *uninit = 1;

@@ -5,10 +5,9 @@ Run from anywhere:  python metal_kernel/runtime/include/mk/gen_swizzles.py
 The output is checked in next to this script; regenerate it after editing.
 
 The .inc file is included inside the body of the storage classes of `vec` and
-`packed_vec` (see types.h) with MK_SWZ_N defined to 2, 3 or 4, and with three
-macros defined by the includer:
+`packed_vec` (see types.h) with MK_SWZ_N defined to 2, 3 or 4, and with two
+macros defined by the includer (single components are union members, types.h):
 
-  MK_S1(name, i)          single component `name` at index i (lvalue)
   MK_SR(name, k, i...)    k-component rvalue-only swizzle (a component repeats)
   MK_SW(name, k, i...)    k-component swizzle that is also an lvalue
 
@@ -25,8 +24,6 @@ def section(n):
     out = []
     for letters in SETS:
         names = letters[:n]
-        for i, c in enumerate(names):
-            out.append(f"MK_S1({c}, {i})")
         for k in range(2, 5):
             for idx in itertools.product(range(n), repeat=k):
                 name = "".join(names[i] for i in idx)

@@ -39,6 +39,18 @@
 #define METAL_CONST constant
 #endif
 
+// Math modes the compiler builtins take (`__metal_exp(x, __METAL_MAYBE_FAST_MATH__)`,
+// mk/builtins.h): the fast:: functions, the precise:: ones, or the plain ones.
+#ifndef __METAL_PRECISE_MATH__
+#define __METAL_PRECISE_MATH__ 0
+#endif
+#ifndef __METAL_FAST_MATH__
+#define __METAL_FAST_MATH__ 1
+#endif
+#ifndef __METAL_MAYBE_FAST_MATH__
+#define __METAL_MAYBE_FAST_MATH__ 2
+#endif
+
 // ---------------------------------------------------------------------------
 // Math constants, float (MSL: "Mathematical constants", <metal_math>).
 #ifndef M_E_F

@@ -9,6 +9,9 @@
 #include "mk/simd.h"
 #include "mk/simdgroup_matrix.h"
 #include "mk/workitem.h"
+#include "mk/builtins.h"
+#include "mk/uniform.h"
+#include "mk/logging.h"
 
 #define device
 // `constant` memory is read-only: as `const` it stays a distinct overload from
@@ -20,5 +23,8 @@
 #define threadgroup_imageblock
 #define ray_data
 #define object_data
+// `coherent(device)` / `coherent(system)` (a buffer whose writes other devices
+// see): the CPU's memory is coherent already.
+#define coherent(scope)
 
 #include "mk/faults.h"

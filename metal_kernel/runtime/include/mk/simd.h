@@ -278,6 +278,34 @@ inline void fill_segments(const L& l, uint32_t width, bool up) {
   }
 }
 
+#ifdef MK_FRONTEND_CUDA
+// The CUDA front end reduces scalars only, with the metal::min / max its
+// prelude declares.
+template <class T> __attribute__((always_inline)) inline T lane_min(const T& a, const T& b) { return ::metal::min(a, b); }
+template <class T> __attribute__((always_inline)) inline T lane_max(const T& a, const T& b) { return ::metal::max(a, b); }
+#else
+// min / max of two operands of simd_min / simd_max, for every type those
+// accept (bfloat and its vectors too, which metal::min does not take).
+template <class T, class F>
+__attribute__((always_inline)) inline T lanewise(const T& a, const T& b, F f) {
+  if constexpr (metal::_mk::is_vec_v<T>) {
+    T r;
+    for (int i = 0; i < metal::_mk::vinfo<T>::n; ++i) r[i] = f(a[i], b[i]);
+    return r;
+  } else {
+    return f(a, b);
+  }
+}
+template <class T>
+__attribute__((always_inline)) inline T lane_min(const T& a, const T& b) {
+  return lanewise(a, b, [](auto x, auto y) { return metal::_mk::t_min(x, y); });
+}
+template <class T>
+__attribute__((always_inline)) inline T lane_max(const T& a, const T& b) {
+  return lanewise(a, b, [](auto x, auto y) { return metal::_mk::t_max(x, y); });
+}
+#endif
+
 template <class L>
 inline uint32_t lowest_active(const L& l, uint32_t s, uint32_t width) {
   for (uint32_t i = s; i < s + width; ++i)
@@ -288,6 +316,19 @@ inline uint32_t lowest_active(const L& l, uint32_t s, uint32_t width) {
 }  // namespace mk
 
 namespace metal {
+
+#ifndef MK_FRONTEND_CUDA
+// The operand types of Apple's simd_* / quad_* functions (scalars and vectors
+// of the integer types, half and float), which libraries test themselves
+// (candle: `__is_valid_simdgroup_type<T>::value`). The functions here take
+// any trivially copyable type; this trait answers as Apple's does.
+template <class T>
+struct __is_valid_simdgroup_type
+    : std::integral_constant<bool, (std::is_integral<_mk::elem_t<T>>::value &&
+                                    !std::is_same<_mk::elem_t<T>, bool>::value) ||
+                                       std::is_same<_mk::elem_t<T>, float>::value ||
+                                       std::is_same<_mk::elem_t<T>, half>::value> {};
+#endif
 
 // simd_vote: the ballot result (bit i = lane i).
 struct simd_vote {
@@ -317,13 +358,13 @@ using quad_vote = simd_vote;
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_min(T x) {                             \
     return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_MIN, [](const auto& l) { \
-      ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return ::metal::min(a, b); }); \
+      ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return ::mk::lane_min(a, b); }); \
     });                                                                                   \
   }                                                                                       \
   template <class T>                                                                      \
   __attribute__((always_inline)) inline T PREFIX##_max(T x) {                             \
     return ::mk::simd_collective<T, T>(x, 0, ::mk::SIMD_MAX, [](const auto& l) { \
-      ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return ::metal::max(a, b); }); \
+      ::mk::reduce_segments<T>(l, WIDTH, [](const T& a, const T& b) { return ::mk::lane_max(a, b); }); \
     });                                                                                   \
   }                                                                                       \
   template <class T>                                                                      \

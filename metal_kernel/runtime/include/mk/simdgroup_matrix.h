@@ -269,4 +269,13 @@ __attribute__((always_inline)) inline void simdgroup_multiply(
   ::mk::matrix_mma(d, a, b, static_cast<const simdgroup_matrix<TD, 8, 8>*>(nullptr));
 }
 
+// `a * b`: simdgroup_multiply into a new matrix (MLX's Winograd conv).
+template <typename T>
+__attribute__((always_inline)) inline simdgroup_matrix<T, 8, 8> operator*(const simdgroup_matrix<T, 8, 8>& a,
+                                                                        const simdgroup_matrix<T, 8, 8>& b) {
+  simdgroup_matrix<T, 8, 8> d;
+  simdgroup_multiply(d, a, b);
+  return d;
+}
+
 }  // namespace metal

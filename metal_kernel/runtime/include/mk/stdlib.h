@@ -6,6 +6,9 @@
 #define MK_STDLIB_H
 #include "macros.h"
 #include "types.h"
+#include "traits.h"
 #include "math.h"
+#include "geometric.h"
+#include "math_namespaces.h"
 #include "atomic.h"
 #endif // MK_STDLIB_H

@@ -1,6 +1,6 @@
 // metal-kernel: Metal scalar and vector types, packed vectors, matrices,
-// metal::array / array_ref, as_type, select, and the metal:: type traits /
-// numeric_limits.
+// metal::array / array_ref, as_type and select (the type traits and
+// numeric_limits are in mk/traits.h).
 //
 // Header-only C++17 for clang (needs -fdeclspec for the swizzle properties).
 //
@@ -14,12 +14,12 @@
 //    `unsigned char`, values 0 or 1); `v[i]` / `v.x` still yield bool.
 //  * Layout equals Metal's: sizeof(float3) == 16, alignof == 16,
 //    sizeof(half3) == 8, sizeof(bool3) == 4, packed_T3 is T[3].
-//  * Scalars: half = _Float16, bfloat = class over __bf16 (see below; vectors
-//    store __bf16), long/ulong are 64-bit.
+//  * Scalars: half = _Float16, bfloat = class over __bf16 (mk/bfloat.h;
+//    vectors store __bf16), long/ulong are 64-bit.
 //  * bfloat conversions are IEEE round-to-nearest-even only if the compiler
 //    does not use AVX512-BF16 / AVX-NE-CONVERT instructions (they flush
 //    subnormal inputs to zero): build with -mno-avx512bf16 -mno-avxneconvert
-//    when using -march=native.  The software path is __truncsfbf2 below.
+//    when using -march=native.  The software path is __truncsfbf2 (bfloat.h).
 //  * Vector integer `/` and `%` never trap: x / 0 == -1 (all bits set) and
 //    x % 0 == x (RISC-V convention); INT_MIN / -1 == INT_MIN, INT_MIN % -1 == 0.
 //    Vector shifts use the count modulo the element width (OpenCL rule).
@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <type_traits>
 
@@ -48,107 +49,7 @@ typedef unsigned long ulong;
 
 static_assert(sizeof(long) == 8, "Metal long is 64-bit");
 
-// ---------------------------------------------------------------------------
-// bfloat: a thin class over clang's __bf16 (same size, alignment, bits).
-// Why not a plain typedef: clang refuses every conversion between __bf16 and
-// _Float16 (even static_cast), while Metal allows half <-> bfloat casts and
-// generic kernels do them (c10's cast_to, copy/cast kernels).  As a class it
-// converts implicitly to float (and from there to half and the integers) and
-// from every arithmetic type, and keeps Metal's arithmetic typing:
-//   bfloat op bfloat / integer -> bfloat (rounded at every operation),
-//   bfloat op float -> float, bfloat op half -> float, bfloat op double -> double.
-// Limitation: `c ? some_bfloat : 1.0f` is ambiguous (both operands convert to
-// each other); write `float(b)` or `bfloat(1.0f)`.
-namespace __mk_bf {
-template <class S>
-constexpr bool ok = std::is_arithmetic<S>::value || std::is_same<S, _Float16>::value || std::is_same<S, __bf16>::value;
-template <class S> __attribute__((always_inline)) constexpr __bf16 from(const S& s) {
-  if constexpr (std::is_same<S, bool>::value)
-    return s ? (__bf16)1.0f : (__bf16)0.0f;
-  else if constexpr (std::is_same<S, _Float16>::value)
-    return (__bf16)(float)s;
-  else
-    return (__bf16)s;
-}
-// operand as seen by __bf16 arithmetic: half goes through float
-template <class S> __attribute__((always_inline)) constexpr auto arg(const S& s) {
-  if constexpr (std::is_same<S, _Float16>::value)
-    return (float)s;
-  else if constexpr (std::is_same<S, bool>::value)
-    return (int)s;
-  else
-    return s;
-}
-} // namespace __mk_bf
-
-struct bfloat {
-  __bf16 _b;
-  bfloat() = default;
-  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>
-  __attribute__((always_inline)) constexpr bfloat(const S& s) : _b(__mk_bf::from(s)) {}
-  __attribute__((always_inline)) constexpr operator float() const { return (float)_b; }
-
-  __attribute__((always_inline)) constexpr bfloat operator+() const { return *this; }
-  __attribute__((always_inline)) constexpr bfloat operator-() const { return bfloat(__bf16(-_b)); }
-  __attribute__((always_inline)) constexpr bfloat& operator++() { _b = __bf16(_b + (__bf16)1.0f); return *this; }
-  __attribute__((always_inline)) constexpr bfloat& operator--() { _b = __bf16(_b - (__bf16)1.0f); return *this; }
-  __attribute__((always_inline)) constexpr bfloat operator++(int) { bfloat t = *this; ++*this; return t; }
-  __attribute__((always_inline)) constexpr bfloat operator--(int) { bfloat t = *this; --*this; return t; }
-
-private:
-  template <class R> __attribute__((always_inline)) static constexpr auto wrap(const R& r) {
-    if constexpr (std::is_same<R, __bf16>::value)
-      return bfloat(r);
-    else
-      return r;
-  }
-
-public:
-#define MK_BF_ARITH(op)                                                                   \
-  friend __attribute__((always_inline)) constexpr bfloat operator op(bfloat a, bfloat b) { \
-    return bfloat(__bf16(a._b op b._b));                                                  \
-  }                                                                                       \
-  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
-  friend __attribute__((always_inline)) constexpr auto operator op(bfloat a, const S& s) { \
-    return wrap(a._b op __mk_bf::arg(s));                                                 \
-  }                                                                                       \
-  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
-  friend __attribute__((always_inline)) constexpr auto operator op(const S& s, bfloat a) { \
-    return wrap(__mk_bf::arg(s) op a._b);                                                 \
-  }                                                                                       \
-  template <class S, std::enable_if_t<__mk_bf::ok<S> || std::is_same<S, bfloat>::value, int> = 0> \
-  __attribute__((always_inline)) constexpr bfloat& operator op##=(const S& s) {           \
-    *this = bfloat(*this op s);                                                           \
-    return *this;                                                                         \
-  }
-  MK_BF_ARITH(+)
-  MK_BF_ARITH(-)
-  MK_BF_ARITH(*)
-  MK_BF_ARITH(/)
-#undef MK_BF_ARITH
-#define MK_BF_CMP(op)                                                                     \
-  friend __attribute__((always_inline)) constexpr bool operator op(bfloat a, bfloat b) { return a._b op b._b; } \
-  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
-  friend __attribute__((always_inline)) constexpr bool operator op(bfloat a, const S& s) { \
-    return a._b op __mk_bf::arg(s);                                                       \
-  }                                                                                       \
-  template <class S, std::enable_if_t<__mk_bf::ok<S>, int> = 0>                            \
-  friend __attribute__((always_inline)) constexpr bool operator op(const S& s, bfloat a) { \
-    return __mk_bf::arg(s) op a._b;                                                       \
-  }
-  MK_BF_CMP(==)
-  MK_BF_CMP(!=)
-  MK_BF_CMP(<)
-  MK_BF_CMP(<=)
-  MK_BF_CMP(>)
-  MK_BF_CMP(>=)
-#undef MK_BF_CMP
-};
-static_assert(sizeof(half) == 2 && sizeof(bfloat) == 2 && alignof(bfloat) == 2, "16-bit floats");
-static_assert(std::is_trivially_copyable<bfloat>::value && std::is_trivially_default_constructible<bfloat>::value,
-              "bfloat must stay a plain 16-bit value");
-
-#include "soft_float.h"
+#include "bfloat.h"
 
 namespace metal {
 using ::bfloat;
@@ -216,9 +117,9 @@ template <class T, class S> MK_INLINE constexpr storage_t<T> elem_cast(const S& 
     return s != S(0) ? 1 : 0;
   } else if constexpr ((std::is_same<T, half>::value && std::is_same<S, bfloat>::value) ||
                        (std::is_same<T, bfloat>::value && std::is_same<S, half>::value)) {
-    return static_cast<T>(static_cast<float>(s));
+    return static_cast<storage_t<T>>(static_cast<T>(static_cast<float>(s)));
   } else {
-    return static_cast<T>(s);
+    return static_cast<storage_t<T>>(static_cast<T>(s));
   }
 }
 
@@ -272,52 +173,69 @@ template <class T, class U, int N, class VT, class VU> MK_INLINE constexpr VT co
 }
 
 // ---- storage classes carrying the component/swizzle properties ----------
-template <class T, int N> struct vec_storage {
-  typedef storage_t<T> _st;
-  typedef _st native_type __attribute__((ext_vector_type(N)));
-  native_type _v;
-  MK_AI T& _ref(int i) { return reinterpret_cast<T*>(this)[i]; }
-  MK_AI constexpr T _val(int i) const { return T(_v[i]); }
-  MK_AI constexpr void _put(int i, T a) { _v[i] = _st(a); }
-  template <int... I> MK_AI constexpr vec<T, int(sizeof...(I))> _sw() const {
-    return vec<T, int(sizeof...(I))>(ntag{}, __builtin_shufflevector(_v, _v, I...));
-  }
-  template <int... I> MK_AI constexpr void _ssw(const vec<T, int(sizeof...(I))>& a) {
-    constexpr int idx[] = {I...};
-    for (int j = 0; j < int(sizeof...(I)); ++j)
-      _v[idx[j]] = a._v[j];
-  }
-};
+// Named components (x y z w, r g b a) are real members overlaying the
+// storage in an anonymous union, so `v.x` is an ordinary lvalue: `&v.x`,
+// `float& r = v.x`, `sincos(a, c.x)`, and `idx.x += s` in a template (clang
+// rejects compound assignment to a property there when an `operator+=`
+// template is in scope, as in MLX's copy/binary kernels).
+#define MK_COMPS_2 struct { T x, y; }; struct { T r, g; };
+#define MK_COMPS_3 struct { T x, y, z; }; struct { T r, g, b; };
+#define MK_COMPS_4 struct { T x, y, z, w; }; struct { T r, g, b, a; };
 
-template <class T, int N> struct packed_storage {
-  T _e[N];
-  MK_AI T& _ref(int i) { return _e[i]; }
-  MK_AI constexpr T _val(int i) const { return _e[i]; }
-  MK_AI constexpr void _put(int i, T a) { _e[i] = a; }
-  template <int... I> MK_AI constexpr vec<T, int(sizeof...(I))> _sw() const {
-    return vec<T, int(sizeof...(I))>(_e[I]...);
-  }
-  template <int... I> MK_AI constexpr void _ssw(const vec<T, int(sizeof...(I))>& a) {
-    constexpr int idx[] = {I...};
-    for (int j = 0; j < int(sizeof...(I)); ++j)
-      _e[idx[j]] = a[j];
-  }
-};
+template <class T, int N> struct vec_storage;
+#define MK_VEC_STORAGE(N)                                                               \
+  template <class T> struct vec_storage<T, N> {                                         \
+    typedef storage_t<T> _st;                                                           \
+    typedef _st native_type __attribute__((ext_vector_type(N)));                        \
+    union {                                                                             \
+      native_type _v;                                                                   \
+      MK_COMPS_##N                                                                      \
+    };                                                                                  \
+    template <int... I> MK_AI constexpr vec<T, int(sizeof...(I))> _sw() const {         \
+      return vec<T, int(sizeof...(I))>(ntag{}, __builtin_shufflevector(_v, _v, I...));  \
+    }                                                                                   \
+    template <int... I> MK_AI constexpr void _ssw(const vec<T, int(sizeof...(I))>& a) { \
+      constexpr int idx[] = {I...};                                                     \
+      for (int j = 0; j < int(sizeof...(I)); ++j)                                       \
+        _v[idx[j]] = a._v[j];                                                           \
+    }                                                                                   \
+  };
+MK_VEC_STORAGE(2)
+MK_VEC_STORAGE(3)
+MK_VEC_STORAGE(4)
+#undef MK_VEC_STORAGE
 
-// Component/swizzle properties (clang __declspec(property), needs -fdeclspec).
-// Single components have a reference getter so `v.x` is a true lvalue
-// (`&v.x`, `float& r = v.x`, `sincos(a, c.x)` all work).  Multi-component
-// swizzles return a new vec (getter with deduced return type: the declared
-// property type `int` is only a placeholder, the expression `v.xy` has the
-// getter's type vec<T, 2>); the ones without repeated components also have a
-// (template) setter, so `v.xy = ...`, `v.zw += 1` work.  `auto` getters and
-// template setters keep class instantiation cheap (~2 ms per vec type).
-#define MK_S1(nm, i)                                                                  \
-  MK_AI T& _get_##nm() & { return this->_ref(i); }                                    \
-  MK_AI constexpr T _get_##nm() const& { return this->_val(i); }                      \
-  MK_AI constexpr T _get_##nm() && { return this->_val(i); }                          \
-  MK_AI constexpr void _set_##nm(T a) { this->_put(i, a); }                           \
-  __declspec(property(get = _get_##nm, put = _set_##nm)) T nm;
+template <class T, int N> struct packed_storage;
+#define MK_PACKED_STORAGE(N)                                                            \
+  template <class T> struct packed_storage<T, N> {                                      \
+    union {                                                                             \
+      T _e[N];                                                                          \
+      MK_COMPS_##N                                                                      \
+    };                                                                                  \
+    template <int... I> MK_AI constexpr vec<T, int(sizeof...(I))> _sw() const {         \
+      return vec<T, int(sizeof...(I))>(_e[I]...);                                       \
+    }                                                                                   \
+    template <int... I> MK_AI constexpr void _ssw(const vec<T, int(sizeof...(I))>& a) { \
+      constexpr int idx[] = {I...};                                                     \
+      for (int j = 0; j < int(sizeof...(I)); ++j)                                       \
+        _e[idx[j]] = a[j];                                                              \
+    }                                                                                   \
+  };
+MK_PACKED_STORAGE(2)
+MK_PACKED_STORAGE(3)
+MK_PACKED_STORAGE(4)
+#undef MK_PACKED_STORAGE
+#undef MK_COMPS_2
+#undef MK_COMPS_3
+#undef MK_COMPS_4
+
+// Multi-component swizzles are clang __declspec(property)s (needs
+// -fdeclspec); they return a new vec (getter with deduced return type: the
+// declared property type `int` is only a placeholder, the expression `v.xy`
+// has the getter's type vec<T, 2>); the ones without repeated components also
+// have a (template) setter, so `v.xy = ...`, `v.zw += 1` work.  `auto`
+// getters and template setters keep class instantiation cheap (~2 ms per vec
+// type).
 #define MK_SR(nm, k, ...)                                                             \
   constexpr auto _get_##nm() const { return this->template _sw<__VA_ARGS__>(); } \
   __declspec(property(get = _get_##nm)) int nm;
@@ -360,7 +278,6 @@ template <class T> struct packed_data<T, 4> : packed_storage<T, 4> {
 #include "swizzles.inc"
 #undef MK_SWZ_N
 };
-#undef MK_S1
 #undef MK_SR
 #undef MK_SW
 
@@ -413,6 +330,16 @@ template <class T, int N> struct vec : _mk::vec_data<T, N> {
             std::enable_if_t<(_mk::ncomp<A0>() + _mk::ncomp<A1>() + (0 + ... + _mk::ncomp<As>())) == N, int> = 0>
   MK_AI constexpr vec(const A0& a0, const A1& a1, const As&... as)
       : _base{{_mk::build<T, N, native_type>(a0, a1, as...)}} {}
+  // Brace initialisation with scalars of one type initialises the first
+  // components and zeroes the rest, as for Metal's (clang) vectors:
+  // `uint4 v = {a, b, c}` is (a, b, c, 0), `float4 v = {x}` is (x, 0, 0, 0).
+  // (`float4(a, b, c)` with parentheses stays an error, as in Metal.)
+  template <class U, std::enable_if_t<_mk::is_arith_v<U>, int> = 0>
+  MK_AI constexpr vec(std::initializer_list<U> l) : _base{{}} {
+    int i = 0;
+    for (const U& u : l)
+      if (i < N) _v[i++] = _mk::elem_cast<T>(u);
+  }
   // explicit element-type conversion: float4(int4), static_cast<half4>(f4)
   template <class U, std::enable_if_t<!std::is_same<U, T>::value, int> = 0>
   MK_AI constexpr explicit vec(const vec<U, N>& o)
@@ -673,6 +600,13 @@ template <class T, int C, int R> struct matrix {
     return m;
   }
   friend MK_AI constexpr matrix operator*(T s, const matrix& a) { return a * s; }
+  // matrix / scalar (ggml's flash attention divides a float4x4 by a float)
+  friend MK_AI constexpr matrix operator/(const matrix& a, T s) {
+    matrix m;
+    for (int c = 0; c < C; ++c)
+      m.columns[c] = a.columns[c] / s;
+    return m;
+  }
   // matrix * column vector
   friend MK_AI constexpr vec<T, R> operator*(const matrix& a, const vec<T, C>& v) {
     vec<T, R> r = a.columns[0] * v[0];
@@ -701,6 +635,7 @@ template <class T, int C, int R> struct matrix {
   MK_AI constexpr matrix& operator+=(const matrix& b) { return *this = *this + b; }
   MK_AI constexpr matrix& operator-=(const matrix& b) { return *this = *this - b; }
   MK_AI constexpr matrix& operator*=(T s) { return *this = *this * s; }
+  MK_AI constexpr matrix& operator/=(T s) { return *this = *this / s; }
   MK_AI constexpr matrix& operator*=(const matrix<T, C, C>& b) { return *this = *this * b; }
 };
 #define MK_MAT_TYPEDEFS(T)                                                                \
@@ -755,209 +690,6 @@ template <class T> struct array_ref {
 };
 template <class T> constexpr array_ref<T> make_array_ref(const T* p, size_t n) { return array_ref<T>(p, n); }
 template <class T, size_t N> constexpr array_ref<T> make_array_ref(const array<T, N>& a) { return array_ref<T>(a); }
-
-// ---------------------------------------------------------------------------
-// Type traits (metal::), on top of <type_traits>.
-using std::add_const;
-using std::add_const_t;
-using std::add_cv;
-using std::add_cv_t;
-using std::add_lvalue_reference;
-using std::add_lvalue_reference_t;
-using std::add_pointer;
-using std::add_pointer_t;
-using std::add_rvalue_reference;
-using std::add_rvalue_reference_t;
-using std::add_volatile;
-using std::add_volatile_t;
-using std::bool_constant;
-using std::common_type;
-using std::common_type_t;
-using std::conditional;
-using std::conditional_t;
-using std::conjunction;
-using std::conjunction_v;
-using std::decay;
-using std::decay_t;
-using std::declval;
-using std::disjunction;
-using std::disjunction_v;
-using std::enable_if;
-using std::enable_if_t;
-using std::extent;
-using std::extent_v;
-using std::false_type;
-using std::integral_constant;
-using std::is_array;
-using std::is_array_v;
-using std::is_base_of;
-using std::is_base_of_v;
-using std::is_class;
-using std::is_class_v;
-using std::is_const;
-using std::is_const_v;
-using std::is_constructible;
-using std::is_constructible_v;
-using std::is_convertible;
-using std::is_convertible_v;
-using std::is_empty;
-using std::is_empty_v;
-using std::is_enum;
-using std::is_enum_v;
-using std::is_function;
-using std::is_function_v;
-using std::is_lvalue_reference;
-using std::is_lvalue_reference_v;
-using std::is_pointer;
-using std::is_pointer_v;
-using std::is_reference;
-using std::is_reference_v;
-using std::is_rvalue_reference;
-using std::is_rvalue_reference_v;
-using std::is_same;
-using std::is_same_v;
-using std::is_trivially_copyable;
-using std::is_trivially_copyable_v;
-using std::is_union;
-using std::is_union_v;
-using std::is_void;
-using std::is_void_v;
-using std::is_volatile;
-using std::is_volatile_v;
-using std::negation;
-using std::negation_v;
-using std::rank;
-using std::remove_all_extents;
-using std::remove_all_extents_t;
-using std::remove_const;
-using std::remove_const_t;
-using std::remove_cv;
-using std::remove_cv_t;
-using std::remove_extent;
-using std::remove_extent_t;
-using std::remove_pointer;
-using std::remove_pointer_t;
-using std::remove_reference;
-using std::remove_reference_t;
-using std::remove_volatile;
-using std::remove_volatile_t;
-using std::true_type;
-using std::underlying_type;
-using std::underlying_type_t;
-using std::void_t;
-// Spellings from Metal's internal headers that public kernels (MLX) use.
-template <class... B> using _disjunction = std::disjunction<B...>;
-template <class... B> using _conjunction = std::conjunction<B...>;
-template <class B> using _negation = std::negation<B>;
-
-// Address spaces are empty macros on the CPU: removing them is the identity.
-template <class T> struct remove_address_space { typedef T type; };
-template <class T> using remove_address_space_t = typename remove_address_space<T>::type;
-
-// Scalar-or-vector aware traits (MSL: true for the scalar and its vectors).
-template <class T>
-struct is_floating_point : bool_constant<_mk::is_fp_v<_mk::elem_t<remove_cv_t<T>>>> {};
-template <class T> constexpr bool is_floating_point_v = is_floating_point<T>::value;
-template <class T>
-struct is_integral : bool_constant<_mk::is_int_v<_mk::elem_t<remove_cv_t<T>>>> {};
-template <class T> constexpr bool is_integral_v = is_integral<T>::value;
-template <class T>
-struct is_arithmetic : bool_constant<is_integral<T>::value || is_floating_point<T>::value> {};
-template <class T> constexpr bool is_arithmetic_v = is_arithmetic<T>::value;
-template <class T>
-struct is_signed : bool_constant<std::is_signed<_mk::elem_t<remove_cv_t<T>>>::value ||
-                                 _mk::is_fp_v<_mk::elem_t<remove_cv_t<T>>>> {};
-template <class T> constexpr bool is_signed_v = is_signed<T>::value;
-template <class T>
-struct is_unsigned : bool_constant<std::is_unsigned<_mk::elem_t<remove_cv_t<T>>>::value> {};
-template <class T> constexpr bool is_unsigned_v = is_unsigned<T>::value;
-template <class T>
-struct is_scalar : bool_constant<std::is_scalar<T>::value || _mk::is_fp_v<T>> {};
-template <class T> constexpr bool is_scalar_v = is_scalar<T>::value;
-template <class T> struct is_vector : bool_constant<_mk::is_vec_v<T>> {};
-template <class T> constexpr bool is_vector_v = is_vector<T>::value;
-template <class T> struct is_packed_vector : bool_constant<_mk::is_packed_v<T>> {};
-template <class T> constexpr bool is_packed_vector_v = is_packed_vector<T>::value;
-template <class T> struct vec_elements : integral_constant<int, _mk::vinfo<remove_cv_t<T>>::n> {};
-template <class T> constexpr int vec_elements_v = vec_elements<T>::value;
-template <class T> struct make_scalar { typedef _mk::elem_t<remove_cv_t<T>> type; };
-template <class T> using make_scalar_t = typename make_scalar<T>::type;
-template <class T, int N> struct make_vector { typedef vec<T, N> type; };
-template <class T, int N> using make_vector_t = typename make_vector<T, N>::type;
-
-template <class T> struct make_signed { typedef std::make_signed_t<T> type; };
-template <class T, int N> struct make_signed<vec<T, N>> { typedef vec<std::make_signed_t<T>, N> type; };
-template <class T> using make_signed_t = typename make_signed<T>::type;
-template <class T> struct make_unsigned { typedef std::make_unsigned_t<T> type; };
-template <class T, int N> struct make_unsigned<vec<T, N>> { typedef vec<std::make_unsigned_t<T>, N> type; };
-template <class T> using make_unsigned_t = typename make_unsigned<T>::type;
-
-// ---------------------------------------------------------------------------
-// numeric_limits: std for the usual scalars; half, bfloat and vectors here.
-template <class T> struct numeric_limits : std::numeric_limits<T> {};
-
-namespace _mk {
-template <class T, unsigned short MaxB, unsigned short MinB, unsigned short EpsB, unsigned short DenB,
-          int Digits, int Digits10, int MaxDigits10, int MinExp, int MinExp10, int MaxExp, int MaxExp10>
-struct small_float_limits {
-  static constexpr bool is_specialized = true;
-  static constexpr bool is_signed = true;
-  static constexpr bool is_integer = false;
-  static constexpr bool is_exact = false;
-  static constexpr bool has_infinity = true;
-  static constexpr bool has_quiet_NaN = true;
-  static constexpr bool has_signaling_NaN = true;
-  static constexpr std::float_denorm_style has_denorm = std::denorm_present;
-  static constexpr bool has_denorm_loss = false;
-  static constexpr std::float_round_style round_style = std::round_to_nearest;
-  static constexpr bool is_iec559 = true;
-  static constexpr bool is_bounded = true;
-  static constexpr bool is_modulo = false;
-  static constexpr int digits = Digits;
-  static constexpr int digits10 = Digits10;
-  static constexpr int max_digits10 = MaxDigits10;
-  static constexpr int radix = 2;
-  static constexpr int min_exponent = MinExp;
-  static constexpr int min_exponent10 = MinExp10;
-  static constexpr int max_exponent = MaxExp;
-  static constexpr int max_exponent10 = MaxExp10;
-  static constexpr bool traps = false;
-  static constexpr bool tinyness_before = false;
-  static constexpr T min() noexcept { return __builtin_bit_cast(T, MinB); }
-  static constexpr T max() noexcept { return __builtin_bit_cast(T, MaxB); }
-  static constexpr T lowest() noexcept { return __builtin_bit_cast(T, (unsigned short)(MaxB | 0x8000)); }
-  static constexpr T epsilon() noexcept { return __builtin_bit_cast(T, EpsB); }
-  static constexpr T round_error() noexcept { return T(0.5f); }
-  static constexpr T infinity() noexcept { return T(__builtin_inff()); }
-  static constexpr T quiet_NaN() noexcept { return T(__builtin_nanf("")); }
-  static constexpr T signaling_NaN() noexcept { return T(__builtin_nansf("")); }
-  static constexpr T denorm_min() noexcept { return __builtin_bit_cast(T, DenB); }
-};
-} // namespace _mk
-// half: max 65504 (0x7bff), min normal 2^-14 (0x0400), eps 2^-10 (0x1400), denorm 2^-24
-template <>
-struct numeric_limits<half>
-    : _mk::small_float_limits<half, 0x7bff, 0x0400, 0x1400, 0x0001, 11, 3, 5, -13, -4, 16, 4> {};
-// bfloat: max 0x1.fep127 (0x7f7f), min 2^-126 (0x0080), eps 2^-7 (0x3c00), denorm 2^-133
-template <>
-struct numeric_limits<bfloat>
-    : _mk::small_float_limits<bfloat, 0x7f7f, 0x0080, 0x3c00, 0x0001, 8, 2, 4, -125, -37, 128, 38> {};
-template <class T> struct numeric_limits<const T> : numeric_limits<T> {};
-template <class T> struct numeric_limits<volatile T> : numeric_limits<T> {};
-template <class T> struct numeric_limits<const volatile T> : numeric_limits<T> {};
-// vectors: every component holds the scalar's value
-template <class T, int N> struct numeric_limits<vec<T, N>> : numeric_limits<T> {
-  typedef numeric_limits<T> S;
-  static constexpr vec<T, N> min() noexcept { return vec<T, N>(S::min()); }
-  static constexpr vec<T, N> max() noexcept { return vec<T, N>(S::max()); }
-  static constexpr vec<T, N> lowest() noexcept { return vec<T, N>(S::lowest()); }
-  static constexpr vec<T, N> epsilon() noexcept { return vec<T, N>(S::epsilon()); }
-  static constexpr vec<T, N> round_error() noexcept { return vec<T, N>(S::round_error()); }
-  static constexpr vec<T, N> infinity() noexcept { return vec<T, N>(S::infinity()); }
-  static constexpr vec<T, N> quiet_NaN() noexcept { return vec<T, N>(S::quiet_NaN()); }
-  static constexpr vec<T, N> signaling_NaN() noexcept { return vec<T, N>(S::signaling_NaN()); }
-  static constexpr vec<T, N> denorm_min() noexcept { return vec<T, N>(S::denorm_min()); }
-};
 
 // ---------------------------------------------------------------------------
 // as_type<T>(x): reinterpret the bits (sizes must match).
