@@ -131,9 +131,13 @@ FEATURES: tuple[Feature, ...] = (
     Feature("`[[stage_in]]`", "rejected", "vertex inputs do not exist in compute kernels", "",
             attributes=("stage_in",)),
     Feature("Metal 4 tensors, MetalPerformancePrimitives", "no", "not implemented"),
+    Feature("stores past either end of a device buffer in an ordinary (unchecked) dispatch", "yes",
+            "never reach the process's memory: proven in bounds before the dispatch, or run on fenced copies "
+            "and reported as a KernelError naming thread, buffer and byte offset (runtime/store_guard.py; "
+            "`METAL_KERNEL_BOUNDS_CHECK=0` turns it off)", _T + "test_store_guard.py"),
     Feature("out-of-bounds accesses, races, barrier divergence, uninitialised and inactive-lane reads", "partial",
-            "found by `metal_kernel.check()` (docs/checking.md); an unchecked run does not look",
-            "tests/check/test_corpus.py"),
+            "found by `metal_kernel.check()` (docs/checking.md); an unchecked run only fences device-buffer "
+            "stores (row above)", "tests/check/test_corpus.py"),
 )
 
 
