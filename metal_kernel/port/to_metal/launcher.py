@@ -21,7 +21,8 @@ import re
 
 import numpy as np
 
-from ...runtime.library import _is_ndarray, _is_tensor
+from ...runtime.binding import is_ndarray as _is_ndarray
+from ...runtime.binding import is_tensor as _is_tensor
 from ..analyse import normalise_spelling
 from ..binding import BFLOAT16, BOOL, FLOAT, HALF, SIGNED, UNSIGNED, ArgumentError, TypeCode, scalar_bytes
 from .model import GlobalSpec, KernelPort, ParamSpec

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ...runtime.compiler import SOURCE_NAME, CompileOptions, _compile_error, frontend_of
+from ...runtime.compiler import SOURCE_NAME, CompileOptions, _error, frontend_of
 from ...runtime.errors import MetalCompileError
 from ...runtime.toolchain import find_toolchain
 from ..analyse import Unit, analyse
@@ -80,7 +80,7 @@ def preprocess_cuda(source: str, filename: str, include_dirs: Sequence[str] = ()
         proc = subprocess.run(tc.cxx(*frontend_of(opts).pass1_args(opts), "-C", SOURCE_NAME),
                               capture_output=True, text=True, cwd=tmp)
         if proc.returncode != 0:
-            e: MetalCompileError = _compile_error(proc.stderr, opts, source, tmp)
+            e: MetalCompileError = _error(proc.stderr, opts, source, tmp)
             raise PreprocessError(e.detail.splitlines()[0] if e.detail else "preprocessing failed", e.filename,
                                   e.lineno)
     return proc.stdout.replace(f'"{SOURCE_NAME}"', '"' + filename.replace("\\", "\\\\") + '"')

@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ...runtime.errors import KernelError
-from ...runtime.library import _is_ndarray, _is_tensor
+from ...runtime.binding import is_ndarray as _is_ndarray
+from ...runtime.binding import is_tensor as _is_tensor
 
 # dtype kind -> (rtol, atol relative to the buffer's largest magnitude)
 TOLERANCES = {"float16": (1e-2, 1e-3), "bfloat16": (2e-2, 4e-3), "float32": (1e-4, 1e-5), "float64": (1e-9, 1e-12)}
