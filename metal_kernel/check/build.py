@@ -86,6 +86,7 @@ def build_checked(ctx: pass2.Context, result, opts, source: str, out_base: str,
     return {
         "kernels": C._entries_to_json(kernels_out),
         "lazy": False,
+        "main_object": os.path.basename(out_base) + ".so",  # one file (CUDA's globals live there)
         "check": {
             "sites": [[s.file, s.line, s.column, s.function, s.what] for s in inst.sites],
             "kernels": kernels,
@@ -136,7 +137,7 @@ def _unchecked_build(ctx: pass2.Context, result, opts, source: str, out_base: st
         kernels = pass2.build_single(ctx, result, syms, out_base)
     except pass2.BuildError as e:
         raise C._error(e.proc.stderr, opts, source, ctx.tmp, result) from None
-    return {"kernels": C._entries_to_json(kernels), "lazy": False,
+    return {"kernels": C._entries_to_json(kernels), "lazy": False, "main_object": os.path.basename(out_base) + ".so",
             "check": {"sites": [], "globals": [], "tg_names": {},
                       "kernels": {str(k.symbol): {"not_checked": why} for k in kernels}}}
 
