@@ -144,14 +144,17 @@ class CudaKernel(Kernel):
     dispatch_flags = DISPATCH_CUDA
 
     def _error(self, err: ErrorInfo, b) -> KernelError:
-        e = super()._error(err, b)
+        return self._localise(super()._error(err, b))
+
+    def _localise(self, e: KernelError) -> KernelError:
+        """Grid thread and threadgroup as CUDA names them: thread in block."""
         launch = getattr(self, "_launch_args", None)  # unset on a checked build's kernel (check() runs it)
         if not isinstance(e, KernelError) or e.thread is None or e.threadgroup is None or launch is None:
             return e
         _, block = launch
         tid = tuple(e.thread[i] - e.threadgroup[i] * block[i] for i in range(3))
-        message = str(e).replace(f"in thread {list(e.thread)} (threadgroup {list(e.threadgroup)})",
-                                 f"in thread {tid} of block {tuple(e.threadgroup)}")
+        message = str(e).replace(f"thread {list(e.thread)} (threadgroup {list(e.threadgroup)})",
+                                 f"thread {tid} of block {tuple(e.threadgroup)}")
         cls = KernelTimeout if isinstance(e, KernelTimeout) else KernelError
         out = cls(message, kernel=e.kernel, thread=tid, threadgroup=tuple(e.threadgroup), address=e.address)
         out.block = tuple(e.threadgroup)

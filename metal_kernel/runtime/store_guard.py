@@ -172,6 +172,8 @@ def run_fenced(kernel, b, written: list[int], launch_fn):
 
 
 def _out_of_bounds(kernel, b, i: int, off: int, err):
+    """The KernelError of a store out of bounds; `err`: the fault's, as the
+    kernel's language named its thread (None: found by the canary)."""
     from .errors import KernelError
 
     name = kernel._buffers.get(i, ("?", None))[0]
@@ -179,10 +181,17 @@ def _out_of_bounds(kernel, b, i: int, off: int, err):
     where = (f"byte offset {off} of buffer {i} '{name}', which holds {size} bytes" if off >= size
              else f"{-off} bytes before the start of buffer {i} '{name}'")
     what = "an access" if err is not None else "a store"
-    thread = f" by thread {err.thread} (threadgroup {err.threadgroup})" if err is not None and err.thread else ""
-    return KernelError(
+    block = getattr(err, "block", None)  # a CUDA kernel's: thread within block
+    thread = ""
+    if err is not None and err.thread:
+        thread = (f" by thread {err.thread} of block {block}" if block is not None
+                  else f" by thread {err.thread} (threadgroup {err.threadgroup})")
+    out = KernelError(
         f"kernel '{kernel.name}': {what} out of bounds{thread}: {where}. Nothing was written to the "
         "buffers (they keep their contents from before the dispatch); run the dispatch under "
         "metal_kernel.check() for the thread and line", kernel=kernel.name,
         thread=err.thread if err is not None else None, threadgroup=err.threadgroup if err is not None else None,
         address=err.address if err is not None else None)
+    if block is not None:
+        out.block = block
+    return out
