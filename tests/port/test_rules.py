@@ -152,3 +152,37 @@ def test_statistics_count_references(rules_port):
     assert s["unconverted"]["total"] == 0
     text = rules_port.stats_text()
     assert re.search(r"CONVERTED refs count: \d+", text) and "CHANGED lines of code" in text
+
+
+def test_bfloat_fma_rounds_once():
+    # Metal has no bfloat fma; computing it in float and rounding again is
+    # off by one bfloat ulp whenever the float sum lands on a bfloat halfway
+    # point. The port's helper rounds once, as CUDA's __hfma does.
+    from fractions import Fraction
+
+    import torch
+
+    import metal_kernel
+    from metal_kernel.port.to_metal.helpers import helper_text
+
+    lib = metal_kernel.compile_shader(
+        "#include <metal_stdlib>\nusing namespace metal;\n" + helper_text(["hmath"]) +
+        "kernel void k(device const bfloat* a [[buffer(0)]], device const bfloat* b [[buffer(1)]],"
+        " device const bfloat* c [[buffer(2)]], device bfloat* o [[buffer(3)]], device bfloat* twice [[buffer(4)]],"
+        " uint i [[thread_position_in_grid]]) {"
+        "  o[i] = mk_hfma(a[i], b[i], c[i]); twice[i] = bfloat(fma(float(a[i]), float(b[i]), float(c[i]))); }")
+    rng = np.random.default_rng(0)
+    n = 1 << 16
+
+    def bf16(x):
+        return torch.from_numpy(x.astype(np.float32)).to(torch.bfloat16)
+
+    a, b = bf16(rng.standard_normal(n)), bf16(rng.standard_normal(n))
+    c = bf16(rng.standard_normal(n) * np.exp2(rng.integers(-30, 5, n)))
+    o, twice = torch.full((n,), float("nan"), dtype=torch.bfloat16), torch.full((n,), float("nan"), dtype=torch.bfloat16)
+    lib.k(a, b, c, o, twice)
+    differ = (o.view(torch.int16) != twice.view(torch.int16)).nonzero().flatten().tolist()
+    assert differ  # the inputs reach the double-rounding cases
+    for i in differ:
+        exact = Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i]))
+        assert abs(Fraction(float(o[i])) - exact) < abs(Fraction(float(twice[i])) - exact), i

@@ -270,6 +270,40 @@ template <typename T> inline T mk_round_rz(float x) {
 }
 """
 
+_HMATH = """\
+// CUDA's half/bfloat intrinsics over both types. Metal's math library has
+// half overloads but none for bfloat (a bfloat argument becomes a float, and
+// a float does not convert back implicitly): bfloat goes through float,
+// rounded once. fma: a*b is exact in float (8-bit significands), the sum's
+// rounding error is recovered (two-sum) and moves a result that landed on a
+// bfloat halfway point off it, so the one rounding to bfloat is CUDA's.
+inline half mk_hfma(half a, half b, half c) { return fma(a, b, c); }
+inline half2 mk_hfma(half2 a, half2 b, half2 c) { return fma(a, b, c); }
+inline bfloat mk_hfma(bfloat a, bfloat b, bfloat c) {
+  const float p = float(a) * float(b), q = float(c);
+  float s = p + q;
+  const float t = s - p;
+  const float e = (p - (s - t)) + (q - t);
+  const uint bits = as_type<uint>(s);
+  if (e != 0.0f && (bits & 0xffffu) == 0x8000u && isfinite(s)) {
+    s = as_type<float>(((e > 0.0f) == (s > 0.0f)) ? bits + 1u : bits - 1u);
+  }
+  return bfloat(s);
+}
+inline bfloat2 mk_hfma(bfloat2 a, bfloat2 b, bfloat2 c) {
+  return bfloat2(mk_hfma(a.x, b.x, c.x), mk_hfma(a.y, b.y, c.y));
+}
+template <typename T> inline T mk_habs(T x) { return abs(x); }
+template <> inline bfloat mk_habs(bfloat x) { return bfloat(abs(float(x))); }
+template <> inline bfloat2 mk_habs(bfloat2 x) { return bfloat2(abs(float2(x))); }
+template <typename T> inline T mk_hmax(T a, T b) { return max(a, b); }
+template <> inline bfloat mk_hmax(bfloat a, bfloat b) { return bfloat(max(float(a), float(b))); }
+template <> inline bfloat2 mk_hmax(bfloat2 a, bfloat2 b) { return bfloat2(max(float2(a), float2(b))); }
+template <typename T> inline T mk_hmin(T a, T b) { return min(a, b); }
+template <> inline bfloat mk_hmin(bfloat a, bfloat b) { return bfloat(min(float(a), float(b))); }
+template <> inline bfloat2 mk_hmin(bfloat2 a, bfloat2 b) { return bfloat2(min(float2(a), float2(b))); }
+"""
+
 _CONVERT = """\
 // CUDA's float -> int conversions saturate and map NaN to 0 (PTX cvt).
 inline int mk_f2i(float x) {
@@ -469,6 +503,7 @@ HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "sincos": (_SINCOS, ()),
     "bits": (_BITS, ()),
     "round": (_ROUND, ()),
+    "hmath": (_HMATH, ()),
     "convert": (_CONVERT, ()),
     "memcpy": (_MEMCPY, ()),
         "cg": (_CG, ()),
