@@ -24,6 +24,7 @@ def main():
       metal-kernel compile k.metal --json            # machine-readable
       metal-kernel doctor                            # toolchain + self-test
       metal-kernel check -- python my_script.py      # run it with every dispatch checked
+      metal-kernel port kernels.cu -o out/ --verify   # CUDA -> Metal, every kernel verified
       metal-kernel aten coverage                     # ops missing MPS
     """
 
@@ -149,6 +150,15 @@ def _mount_check():
 
 
 _mount_check()
+
+
+def _mount_port():
+    from .port.to_metal.cli import port_cmd
+
+    main.add_command(port_cmd, "port")
+
+
+_mount_port()
 
 
 def _mount_optional():

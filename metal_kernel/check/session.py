@@ -157,7 +157,8 @@ class Session:
             state.drop_shadows()
         found = decoder.findings(state.results())
         if guarded is not None and any(f.kind == "oob" for f in found):
-            # The ordinary build would make the same bad accesses again.
+            # The ordinary build would make the same bad accesses again (past
+            # the guard pages, into the process's memory).
             self._note(f"kernel '{kernel.name}': no schedule runs for a dispatch that accesses memory out of bounds")
             guarded.close()
             guarded = None

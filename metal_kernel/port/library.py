@@ -15,7 +15,7 @@ from ..runtime.binding import is_ndarray as _is_ndarray
 from ..runtime.binding import is_tensor as _is_tensor
 from ..runtime.library import Kernel, Library, dispatch_interceptor
 from ..runtime.native import CUDA_MAX_SHARED_MEMORY, DISPATCH_CUDA, ErrorInfo
-from .analyse import normalise_template_args
+from .analyse import normalise_spelling
 from .binding import (BFLOAT16, BOOL, FLOAT, HALF, POINTER, SIGNED, UNSIGNED, ArgumentError, TypeCode,
                       element_size, value_bytes)
 
@@ -148,9 +148,10 @@ class CudaKernel(Kernel):
 
     def _localise(self, e: KernelError) -> KernelError:
         """Grid thread and threadgroup as CUDA names them: thread in block."""
-        if not isinstance(e, KernelError) or e.thread is None or e.threadgroup is None:
+        launch = getattr(self, "_launch_args", None)  # unset on a checked build's kernel (check() runs it)
+        if not isinstance(e, KernelError) or e.thread is None or e.threadgroup is None or launch is None:
             return e
-        _, block = self._launch_args
+        _, block = launch
         tid = tuple(e.thread[i] - e.threadgroup[i] * block[i] for i in range(3))
         message = str(e).replace(f"thread {list(e.thread)} (threadgroup {list(e.threadgroup)})",
                                  f"thread {tid} of block {tuple(e.threadgroup)}")
@@ -186,11 +187,9 @@ class CudaLibrary(Library):
     def __getitem__(self, name: str) -> CudaKernel:
         if name in self._kernels:
             return self._kernels[name]
-        if "<" in name:
-            base, _, rest = name.partition("<")
-            key = f"{base.strip()}<{normalise_template_args(rest.rsplit('>', 1)[0])}>"
-            if key in self._kernels:
-                return self._kernels[key]
+        key = normalise_spelling(name)
+        if key in self._kernels:
+            return self._kernels[key]
         notes = "".join(f"\n  {n}" for n in self.notes)
         raise KeyError(f"no kernel named '{name}' in this library; it has: "
                        f"{', '.join(sorted(self._kernels)) or 'none'}{notes}")

@@ -40,8 +40,10 @@ class ProgramRun:
 
 
 def build_program(source: str, filename: str = "program.cu", include_dirs: Sequence[str] = (),
-                  defines: Mapping | None = None) -> Path:
-    """Compiles a CUDA program for the CPU; returns the executable (cached)."""
+                  defines: Mapping | None = None, capture: bool = False) -> Path:
+    """Compiles a CUDA program for the CPU; returns the executable (cached).
+    `capture`: record each kernel's first launch (mkcuda/capture.h; the port
+    verifies kernels on them)."""
     dirs = [str(d) for d in include_dirs]
     here = os.path.dirname(os.path.abspath(filename))
     if os.path.isfile(filename) and here not in dirs:
@@ -59,7 +61,8 @@ def build_program(source: str, filename: str = "program.cu", include_dirs: Seque
         except MetalCompileError as e:
             raise CudaCompileError(e.detail, file=e.filename, line=e.lineno, text=e.text,
                                    compiler_output=e.compiler_output) from None
-        key = _sha("program", pp, tc.identity, runtime_version(), cpu_identity(), frontend_of(opts).version())
+        key = _sha("program", pp, tc.identity, runtime_version(), cpu_identity(), frontend_of(opts).version(),
+                   "capture" if capture else "")
         exe = cache_dir() / "objects" / f"program-{key}"
         if exe.exists():
             return exe
@@ -71,8 +74,9 @@ def build_program(source: str, filename: str = "program.cu", include_dirs: Seque
         cpp = Path(tmp) / "program.cpp"
         cpp.write_text(emit_program(src, unit))
         out = Path(tmp) / "program"
-        args = ["-x", "c++", *COMMON_FLAGS, *tc.march(), *NO_BF16_INSTRUCTIONS, "-O2", "-w", "-ferror-limit=10", "-fno-caret-diagnostics",
-                "-DMKCUDA_HOST_PROGRAM=1", "-I", str(INCLUDE_DIR), "-I", str(PORT_INCLUDE),
+        args = ["-x", "c++", *COMMON_FLAGS, *tc.march(), *NO_BF16_INSTRUCTIONS, "-O2", "-w", "-ferror-limit=10",
+                "-fno-caret-diagnostics", "-DMKCUDA_HOST_PROGRAM=1", *(["-DMKCUDA_CAPTURE=1"] if capture else []),
+                "-I", str(INCLUDE_DIR), "-I", str(PORT_INCLUDE),
                 "-include", str(PRELUDE), "-include", str(HOST_HEADER), str(cpp),
                 "-x", "none", runtime, f"-Wl,-rpath,{os.path.dirname(runtime)}", "-lm", "-lpthread",
                 "-o", str(out)]
