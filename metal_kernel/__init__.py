@@ -2,13 +2,14 @@
 
 from .authoring import MetalKernel, metal_kernel
 from .check import Finding, Report, check
-from .runtime import Kernel, KernelError, KernelTimeout, Library, MetalCompileError, ToolchainError, compile_shader
+from .runtime import (BindingWarning, Kernel, KernelError, KernelTimeout, Library, MetalCompileError, ToolchainError,
+                      compile_shader)
 from .torch_ops import metal_op
 
 __version__ = "0.1.0"
 
 __all__ = ["compile_shader", "Library", "Kernel", "KernelError", "KernelTimeout", "MetalCompileError", "ToolchainError",
-           "check", "Report", "Finding", "metal_kernel", "MetalKernel", "metal_op", "__version__"]
+           "BindingWarning", "check", "Report", "Finding", "metal_kernel", "MetalKernel", "metal_op", "__version__"]
 
 
 def _check_from_environment():

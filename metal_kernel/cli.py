@@ -24,6 +24,7 @@ def main():
       metal-kernel compile k.metal --json            # machine-readable
       metal-kernel doctor                            # toolchain + self-test
       metal-kernel check -- python my_script.py      # run it with every dispatch checked
+      metal-kernel port kernels.cu -o out/ --verify   # CUDA -> Metal, every kernel verified
       metal-kernel aten coverage                     # ops missing MPS
     """
 
@@ -67,15 +68,18 @@ def compile_cmd(file, include_dirs, defines, language_version, as_json):
         sys.exit(1)
     kernels = []
     for name in dir(lib):
-        k = getattr(lib, name)
+        # A large file's kernels are built on first use: list them unbuilt
+        # (their threadgroup memory is known once built).
+        entry = lib._entries[name]
+        k = None if lib._compiled.lazy else getattr(lib, name)
         kernels.append({
             "name": name,
-            "buffers": [{"index": p.index, "name": p.name} for p in k._entry.params if p.kind == "buffer"],
-            "threadgroup_buffers": [p.index for p in k._entry.params if p.kind == "threadgroup"],
-            "attributes": [p.attribute for p in k._entry.params if p.kind == "attribute"],
-            "max_threads_per_threadgroup": k.max_threads_per_threadgroup,
-            "static_thread_group_memory_length": k.static_thread_group_memory_length,
-            "line": k._entry.line,
+            "buffers": [{"index": p.index, "name": p.name} for p in entry.params if p.kind == "buffer"],
+            "threadgroup_buffers": [p.index for p in entry.params if p.kind == "threadgroup"],
+            "attributes": [p.attribute for p in entry.params if p.kind == "attribute"],
+            "max_threads_per_threadgroup": min(entry.max_threads, 1024),
+            "static_thread_group_memory_length": k.static_thread_group_memory_length if k else None,
+            "line": entry.line,
         })
     if as_json:
         click.echo(json.dumps({"ok": True, "file": file, "kernels": kernels}, indent=2))
@@ -83,7 +87,8 @@ def compile_cmd(file, include_dirs, defines, language_version, as_json):
     click.echo(f"{file}: {len(kernels)} kernel(s)")
     for k in kernels:
         bufs = ", ".join(f"{b['index']}:{b['name']}" for b in k["buffers"])
-        click.echo(f"  {k['name']}  buffers[{bufs}]  tg_mem={k['static_thread_group_memory_length']}B")
+        tg = k["static_thread_group_memory_length"]
+        click.echo(f"  {k['name']}  buffers[{bufs}]  tg_mem={'?' if tg is None else f'{tg}B'}")
 
 
 @main.command()
@@ -145,6 +150,15 @@ def _mount_check():
 
 
 _mount_check()
+
+
+def _mount_port():
+    from .port.to_metal.cli import port_cmd
+
+    main.add_command(port_cmd, "port")
+
+
+_mount_port()
 
 
 def _mount_optional():

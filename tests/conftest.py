@@ -3,8 +3,8 @@ import tempfile
 
 import pytest
 
-# `pytest --metal-check` and the `metal_check` fixture (metal_kernel.check).
-pytest_plugins = ["metal_kernel.check.pytest_plugin"]
+# `pytest --metal-check` and the `metal_check` fixture come from the
+# pytest11 entry point metal-kernel installs (pyproject.toml).
 
 # Each test session compiles into its own cache unless the caller chose one,
 # so results never depend on what an earlier run left behind.

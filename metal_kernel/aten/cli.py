@@ -50,6 +50,9 @@ math_option = click.option("--math", "math", type=click.Choice(["exact", "bounds
                            show_default=True,
                            help="runtime math for verification: exact, device-like ulp-bounded errors "
                                 "(bounds, where the runtime offers it), or both")
+check_option = click.option("--check/--no-check", "check", default=True, show_default=True,
+                            help="run every case under metal_kernel.check(): an out-of-bounds access, race or "
+                                 "uninitialised read fails the dtype even when the numbers match")
 
 
 @click.group(name="aten")
@@ -87,9 +90,10 @@ def coverage(root, as_json):
               help="compile the op's kernels before writing and verify them after (needs the runtime)")
 @dtype_option
 @math_option
+@check_option
 @json_option
 @_user_errors
-def add(op, root, functor_file, expr, kernel_file, force, dry_run, do_verify, dtypes, math, as_json):
+def add(op, root, functor_file, expr, kernel_file, force, dry_run, do_verify, dtypes, math, check, as_json):
     """Give OP a native Metal implementation in a PyTorch checkout."""
     from . import add as add_mod
     from .edit.fileops import apply_changes
@@ -99,8 +103,8 @@ def add(op, root, functor_file, expr, kernel_file, force, dry_run, do_verify, dt
     dtypes = _dtypes(dtypes)
     plan = add_mod.plan(tree, op, Path(functor_file) if functor_file else None, expr,
                         Path(kernel_file) if kernel_file else None, force=force)
-    diff = "".join(c.diff(tree.relative(c.path)) for c in plan.pending)
     if dry_run:
+        diff = "".join(c.diff(tree.relative(c.path)) for c in plan.pending)
         click.echo(json.dumps(plan.to_json(tree) | {"diff": diff}, indent=1) if as_json else diff, nl=as_json)
         return
     verify = do_verify and plan.verifiable and runtime_available()
@@ -111,7 +115,7 @@ def add(op, root, functor_file, expr, kernel_file, force, dry_run, do_verify, dt
     if not as_json:
         click.echo(add_mod.render(tree, plan, written))
     if verify:
-        result["verify"] = _run_verify(tree, op, dtypes, math, as_json)
+        result["verify"] = _run_verify(tree, op, dtypes, math, as_json, check)
     elif do_verify and plan.verifiable:
         result["verify"] = {"skipped": "metal_kernel.compile_shader is not available"}
         if not as_json:
@@ -156,16 +160,17 @@ def migrate(op, root, dry_run, as_json):
 @click.option("--pytorch", "root", type=click.Path(file_okay=False), required=True)
 @dtype_option
 @math_option
+@check_option
 @json_option
 @_user_errors
-def verify(op, root, dtypes, math, as_json):
+def verify(op, root, dtypes, math, check, as_json):
     """Run OP's kernels through the emulated MPS host (or its recipe's host twin) against the CPU op."""
     from .verify import runtime_available
 
     tree = PyTorchTree.from_root(root)
     if not runtime_available():
         raise AtenError("metal_kernel.compile_shader (the runtime) is not available")
-    result = _run_verify(tree, op, _dtypes(dtypes), math, as_json)
+    result = _run_verify(tree, op, _dtypes(dtypes), math, as_json, check)
     if as_json:
         click.echo(json.dumps(result, indent=1))
     if result.get("failed"):
@@ -182,14 +187,14 @@ def _dtypes(names):
     return found or None
 
 
-def _run_verify(tree, op, dtypes, math, quiet) -> dict:
+def _run_verify(tree, op, dtypes, math, quiet, check: bool = True) -> dict:
     """Verify OP; a verification that cannot run (its kernels do not compile, ...) fails."""
     from .verify import verify_op
 
     modes = ("exact", "bounds") if math == "both" else (math,)
     t0 = time.perf_counter()
     try:
-        report = verify_op(tree, op, dtypes, modes)
+        report = verify_op(tree, op, dtypes, modes, check=check)
     except AtenError as err:
         click.echo(f"verification could not run: {err}", err=True)
         return {"failed": True, "error": str(err)}

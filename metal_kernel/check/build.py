@@ -7,17 +7,21 @@ instrumentation pass in the middle.
         --clang -O2--> checked kernel library
 
 Called by runtime/compiler.py for CompileOptions(checked=True), so checked
-libraries share the on-disk cache (keyed apart by that option)."""
+libraries share the on-disk cache (keyed apart by that option). A small
+file's checked build holds every kernel; a large file's kernels are built
+checked on first use, a template's instantiations at a time (as its
+ordinary build is), each unit with its own sites."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import subprocess
 from pathlib import Path
 
 from ..runtime import compiler as C
-from ..runtime import workitem
+from ..runtime import pass2, workitem
 from . import instrument as I
 
 # The first optimisation keeps accesses scalar (no masked or gathered vector
@@ -25,37 +29,32 @@ from . import instrument as I
 FIRST_STAGE_FLAGS = ["-gline-tables-only", "-fno-vectorize", "-fno-slp-vectorize", "-fno-unroll-loops"]
 
 
-def build_checked(pp: str, fcs: dict, opts, tc, tmp: str, out_so: str, source: str) -> dict:
-    """Builds the checked library of preprocessed source `pp` into `out_so`;
-    returns the library's metadata (kernels, sites, what each kernel writes)."""
-    cpp_path = os.path.join(tmp, "kernel.cpp")
-    ll = os.path.join(tmp, "kernel.ll")
-    flags = [f for f in C._pass2_flags(opts, "-DMK_WORKITEM=1", "-DMK_CHECK=1") if f != "-g0"] + FIRST_STAGE_FLAGS
-    tg_known = True
-    fe = C.frontend_of(opts)  # Metal or CUDA source: the same pipeline after the rewrite
-    result = fe.rewrite(pp, fcs, True, True)
-    Path(cpp_path).write_text(result.text)
-    proc = C._compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], tmp, header=fe.prelude)
-    if proc.returncode != 0 and any(e.has_tg_size for e in result.kernels):
-        retry = fe.rewrite(pp, fcs, False, True)
-        Path(cpp_path).write_text(retry.text)
-        proc2 = C._compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], tmp,
-                                        header=fe.prelude)
-        if proc2.returncode == 0:
-            result, proc, tg_known = retry, proc2, False
+def build_checked(ctx: pass2.Context, result, opts, source: str, out_base: str,
+                  symbols: list[int] | None = None) -> dict:
+    """Builds the checked library of a rewritten file (`result`; its
+    kernels `symbols`, every one by default) into `out_base`.so; returns the
+    library's metadata (kernels, sites, what each kernel writes)."""
+    tmp = ctx.tmp
+    wanted = [k for k in result.kernels if symbols is None or k.symbol in symbols]
+    cpp = result.source([k.symbol for k in wanted], workitem=True)
+    defines = ["-DMK_WORKITEM=1", "-DMK_CHECK=1"]
+    flags = [f for f in ctx.flags(*defines) if f != "-g0"] + FIRST_STAGE_FLAGS
+    proc, ll = ctx.to_ir(cpp, "kernel.ll", *defines, flags=flags)
     if proc.returncode != 0:
-        raise C._compile_error(proc.stderr, opts, source, tmp)
-    syms = [k.symbol for k in result.kernels]
+        raise C._error(proc.stderr, opts, source, tmp, result)
+    syms = [k.symbol for k in wanted]
     text = Path(ll).read_text()
+    index = pass2.IRIndex(text)
+    kernels_out = [dataclasses.replace(k, tg_bytes=index.tg_bytes(f"__mk_entry_{k.symbol}")) for k in wanted]
     # Helpers the optimiser kept out of line: inline them, so that their
     # accesses are checked with the kernel's thread and objects.
     for _ in range(2):
         helpers = I.functions_to_inline(text, syms)
         if not helpers:
             break
-        Path(ll).write_text(C._force_inline(text, helpers))
+        Path(ll).write_text(pass2._force_inline(text, helpers))
         ll2 = os.path.join(tmp, "kernel.inl.ll")
-        p2 = subprocess.run(tc.cxx(ll, opts.optimize, "-w", "-S", "-emit-llvm", "-o", ll2),
+        p2 = subprocess.run(ctx.tc.cxx(ll, opts.optimize, "-w", "-S", "-emit-llvm", "-o", ll2),
                             capture_output=True, text=True, cwd=tmp)
         if p2.returncode != 0:
             break
@@ -65,50 +64,82 @@ def build_checked(pp: str, fcs: dict, opts, tc, tmp: str, out_so: str, source: s
     try:
         wi = workitem.transform(text, syms, every_kernel=True)
     except Exception as e:  # noqa: BLE001 - a bug of the transform: the plain build, nothing checked
-        return _unchecked_build(result, opts, tc, tmp, out_so, source, tg_known,
+        return _unchecked_build(ctx, result, opts, source, out_base, syms,
                                 f"the work-item compiler failed ({type(e).__name__}: {e})")
     reasons = {}
-    for k in result.kernels:
+    for k in kernels_out:
         k.mode = wi.modes.get(k.symbol, "fibers")
         k.streaming = False
+        k.object = os.path.basename(out_base) + ".so"
         if k.mode != "workitem-loops":
             reasons[k.symbol] = wi.reasons.get(k.symbol, "the work-item compiler left it on fibers")
     wi_ll = os.path.join(tmp, "kernel.wi.ll")
     Path(wi_ll).write_text(wi.text)
-    proc = C._compile_and_link(tc, [*C._codegen_flags(opts), wi_ll], os.path.join(tmp, "kernel.so"), tmp)
-    if proc.returncode != 0:
-        raise RuntimeError("metal-kernel could not build the checked library (a bug of the checker, "
-                           "not of your kernel):\n" + proc.stderr[:4000])
-    os.replace(os.path.join(tmp, "kernel.so"), out_so)
+    proc = ctx.link_ir(wi_ll, out_base + ".so", optimise_again=True)
+    if proc.returncode != 0:  # a bug of the checker's passes: run the kernels, say they were not checked
+        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), "").rsplit("error:", 1)[-1].strip()
+        return _unchecked_build(ctx, result, opts, source, out_base, syms,
+                                f"its checked build did not compile ({first or 'clang failed'}; a bug of the checker)")
     kernels = {str(sym): info.to_json() for sym, info in inst.kernels.items()}
     for sym, why in reasons.items():
         kernels.setdefault(str(sym), {})["not_checked"] = why
     return {
-        "kernels": C._entries_to_json(result.kernels),
-        "tg_sizes_known": tg_known,
+        "kernels": C._entries_to_json(kernels_out),
+        "lazy": False,
+        "main_object": os.path.basename(out_base) + ".so",  # one file (CUDA's globals live there)
         "check": {
             "sites": [[s.file, s.line, s.column, s.function, s.what] for s in inst.sites],
             "kernels": kernels,
             "globals": inst.globals,
-            "tg_names": _threadgroup_names(result.text),
+            "tg_names": _threadgroup_names(cpp),
         },
     }
 
 
-def _unchecked_build(result, opts, tc, tmp: str, out_so: str, source: str, tg_known: bool, why: str) -> dict:
-    """The library built the ordinary way (fibers), every kernel marked as
-    not checked, so that a failure of the checked pipeline never keeps a
-    program from running."""
-    for k in result.kernels:
-        k.mode = "fibers"
-        k.streaming = False
-    proc = C._pass2(tc, os.path.join(tmp, "kernel.cpp"), os.path.join(tmp, "kernel.so"), opts, result.kernels)
+def kernel_facts(ctx: pass2.Context, result, symbol: int) -> dict:
+    """What the runtime proves one kernel's stores in bounds with at a
+    dispatch (runtime/store_guard.py): its per-thread function compiled as
+    the checked build's first stage, described (instrument.describe), not
+    instrumented. A kernel that cannot be described gets
+    {"writes_unknown": True, "why": ...}: its stores are never proven."""
+    cpp = result.source([symbol], workitem=True)
+    defines = ["-DMK_WORKITEM=1", "-DMK_CHECK=1"]
+    flags = ctx.flags(*defines) + FIRST_STAGE_FLAGS[1:]
+    proc, ll = ctx.to_ir(cpp, f"facts{symbol}.ll", *defines, flags=flags)
     if proc.returncode != 0:
-        raise C._compile_error(proc.stderr, opts, source, tmp)
-    os.replace(os.path.join(tmp, "kernel.so"), out_so)
-    return {"kernels": C._entries_to_json(result.kernels), "tg_sizes_known": tg_known,
+        return {"writes_unknown": True, "why": "its per-thread function did not compile"}
+    text = Path(ll).read_text()
+    for _ in range(2):
+        helpers = I.functions_to_inline(text, [symbol])
+        if not helpers:
+            break
+        Path(ll).write_text(pass2._force_inline(text, helpers))
+        ll2 = os.path.join(ctx.tmp, f"facts{symbol}.inl.ll")
+        p2 = subprocess.run(ctx.tc.cxx(ll, ctx.optimize, "-w", "-S", "-emit-llvm", "-o", ll2),
+                            capture_output=True, text=True, cwd=ctx.tmp)
+        if p2.returncode != 0:
+            break
+        text = Path(ll2).read_text()
+    if I.functions_to_inline(text, [symbol]):
+        return {"writes_unknown": True, "why": "it calls functions that stay out of line"}
+    info = I.describe(text, [symbol]).get(symbol)
+    if info is None or info.not_instrumented:
+        return {"writes_unknown": True, "why": info.not_instrumented if info else "no per-thread function"}
+    return info.to_json()
+
+
+def _unchecked_build(ctx: pass2.Context, result, opts, source: str, out_base: str, syms: list[int],
+                     why: str) -> dict:
+    """The library built the ordinary way, as one file, every kernel marked
+    as not checked, so that a failure of the checked pipeline never keeps a
+    program from running."""
+    try:
+        kernels = pass2.build_single(ctx, result, syms, out_base)
+    except pass2.BuildError as e:
+        raise C._error(e.proc.stderr, opts, source, ctx.tmp, result) from None
+    return {"kernels": C._entries_to_json(kernels), "lazy": False, "main_object": os.path.basename(out_base) + ".so",
             "check": {"sites": [], "globals": [], "tg_names": {},
-                      "kernels": {str(k.symbol): {"not_checked": why} for k in result.kernels}}}
+                      "kernels": {str(k.symbol): {"not_checked": why} for k in kernels}}}
 
 
 def _threadgroup_names(cpp: str) -> dict[str, str]:

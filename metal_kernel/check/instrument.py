@@ -558,6 +558,50 @@ def instrument(text: str, symbols: list[int], runtime_dirs: tuple[str, ...] = ()
     return Instrumenter(text, symbols, runtime_dirs).run()
 
 
+def describe(text: str, symbols: list[int]) -> dict[int, KernelInfo]:
+    """The dispatch-time facts (accesses as offset polynomials, loops,
+    guards, what is written) of the per-thread functions of `symbols` in
+    `text`, without instrumenting them: what the runtime proves a
+    dispatch's stores in bounds with (runtime/store_guard.py)."""
+    inst = Instrumenter.__new__(Instrumenter)
+    inst.mod = Module(text)
+    inst.layout = Layout(inst.mod.types)
+    inst.globals = {}
+    for ln in inst.mod.lines:
+        m = re.match(rf"^({_GLOBAL}) = ", ln)
+        if m:
+            inst.globals[_name(m.group(1))] = ln
+    out = {}
+    for sym in symbols:
+        fname = f"__mk_wi_{sym}"
+        if fname not in inst.mod.functions:
+            continue
+        a, b = inst.mod.functions[fname]
+        info = KernelInfo()
+        try:
+            fn = Function(inst.mod.lines[a:b + 1], inst.layout, inst.globals)
+            accesses = []
+            for i, ln in enumerate(fn.lines[1:-1], start=1):
+                try:
+                    acc = _access(ln, inst.layout)
+                except (Unsupported, IndexError, ValueError):
+                    acc = None
+                if acc is not None:
+                    accesses.append((i, acc, [fn.root(p) for p, _ in acc.ptrs]))
+            inst._describe(fn, accesses, info)
+            for _, acc, roots in accesses:
+                for (_, rw), r in zip(acc.ptrs, roots):
+                    writes = rw == "write" or acc.info_bits & (A_WRITE | A_ATOMIC)
+                    if writes and r.kind == "buf":
+                        info.written.add(r.index)
+                    elif writes and r.kind == "unknown":
+                        info.writes_unknown = True
+        except Unsupported as e:
+            info.not_instrumented = str(e)
+        out[sym] = info
+    return out
+
+
 def functions_to_inline(text: str, symbols: list[int]) -> set[str]:
     """Defined functions (not the runtime's) the per-thread functions still
     call: the checked build inlines them, so their accesses are checked."""

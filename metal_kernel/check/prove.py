@@ -83,3 +83,29 @@ def _inside(ev: Evaluator, lin: dict, known: list, a: dict, ptrs, spans) -> bool
     if any(c % align for k, c in lin.items() if k) or (base + lin.get("", 0)) % align:
         return False
     return True
+
+
+def stores_in_bounds(facts: dict, grid, group, ngroups, ptrs, sizes) -> bool:
+    """Whether every store the kernel makes to a buffer stays inside the
+    bytes bound to it ([ptr, ptr + size)) for every thread of this dispatch:
+    then the runtime runs it unguarded (runtime/store_guard.py)."""
+    accesses = facts.get("accesses")
+    if accesses is None or facts.get("writes_unknown"):
+        return False
+    ev = Evaluator(Geometry(list(grid), list(group), list(ngroups)), _scalar(ptrs, sizes), facts.get("loops"))
+    spans = [(p, n) for p, n in zip(ptrs, sizes)]
+    for a in accesses:
+        if not a["write"] or a["root"] != "buf":
+            continue
+        off = a.get("offset")
+        if off is None or not a["size"]:
+            return False
+        lin = ev.linear(from_json(off["poly"]))
+        if lin is None:
+            return False
+        known = ev.constraints(a.get("guards", []))
+        if not all(ev.in_range(from_json(p), lo, hi, known) for p, lo, hi in off["ranges"]):
+            return False
+        if not _inside(ev, lin, known, a, ptrs, spans):
+            return False
+    return True

@@ -64,6 +64,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     dispatches: int = 0
     proven: int = 0  # dispatches proven unable to go wrong before they ran (check/prove.py)
+    unchecked: int = 0  # dispatches that ran unchecked (the notes say why)
     tools: tuple[str, ...] = ()
     schedules: int = 0
 
@@ -73,7 +74,8 @@ class Report:
 
     def __str__(self) -> str:
         lines = [f"{PREFIX}METAL-KERNEL CHECK ({', '.join(self.tools)}; {self.schedules} schedule(s) per "
-                 f"dispatch; {self.dispatches} dispatch(es), {self.proven} proven safe before running)"]
+                 f"dispatch; {self.dispatches} dispatch(es), {self.proven} proven safe before running"
+                 + (f", {self.unchecked} not checked" if self.unchecked else "") + ")"]
         for f in self.findings:
             lines += f.text()
         for n in self.notes:
@@ -84,7 +86,7 @@ class Report:
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "errors": len(self.findings), "dispatches": self.dispatches, "proven": self.proven,
-                "tools": list(self.tools), "schedules": self.schedules,
+                "unchecked": self.unchecked, "tools": list(self.tools), "schedules": self.schedules,
                 "findings": [f.to_json() for f in self.findings], "notes": self.notes}
 
     def dumps(self) -> str:

@@ -104,16 +104,19 @@ class Session:
     def dispatch(self, kernel: Kernel, args, b, grid, group, ngroups, threadgroup_memory, timeout_ms):
         self.report.dispatches += 1
         clib = checked_library(kernel._library)
-        ck = clib._kernels.get(kernel.name)
-        facts = (clib._compiled.check or {}).get("kernels", {}).get(str(ck._entry.symbol) if ck else "", {})
+        ck = getattr(clib, kernel.name, None)  # a large file's: built checked now
+        check = clib._compiled.check_of(ck._entry) if ck is not None else {}
+        facts = check.get("kernels", {}).get(str(ck._entry.symbol) if ck else "", {})
         if ck is None or ck._entry.mode != "workitem-loops" or "not_checked" in facts:
             why = facts.get("not_checked", "it has no checked build")
             self._note(f"kernel '{kernel.name}' ran unchecked: {why}")
+            self.report.unchecked += 1
             kernel._launch(b, grid, group, ngroups, threadgroup_memory, timeout_ms)
             return None
         if len(b.ptrs) > N.MAX_BUFFERS:
             self._note(f"kernel '{kernel.name}' ran unchecked: {len(b.ptrs)} buffers (the checker follows at most "
                        f"{N.MAX_BUFFERS})")
+            self.report.unchecked += 1
             kernel._launch(b, grid, group, ngroups, threadgroup_memory, timeout_ms)
             return None
         for call in facts.get("unchecked_calls", []):
@@ -129,7 +132,7 @@ class Session:
                 self.on_dispatch(kernel, [])
             return None
         geom = Geometry(grid, group, ngroups)
-        decoder = Decoder(kernel, clib._compiled.check, geom, b, args)
+        decoder = Decoder(kernel, check, geom, b, args)
         written = set(facts.get("written", []))
         if facts.get("writes_unknown"):
             written = set(range(len(b.ptrs)))
@@ -154,7 +157,8 @@ class Session:
             state.drop_shadows()
         found = decoder.findings(state.results())
         if guarded is not None and any(f.kind == "oob" for f in found):
-            # The ordinary build would make the same bad accesses again.
+            # The ordinary build would make the same bad accesses again (past
+            # the guard pages, into the process's memory).
             self._note(f"kernel '{kernel.name}': no schedule runs for a dispatch that accesses memory out of bounds")
             guarded.close()
             guarded = None

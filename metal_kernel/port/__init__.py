@@ -1,10 +1,12 @@
-"""CUDA on the CPU, with CUDA's semantics: the reference a port to Metal is
-checked against.
+"""CUDA on the CPU, with CUDA's semantics, and CUDA ported to Metal.
 
     from metal_kernel import port
     lib = port.load_cuda(source, filename="kernels.cu")
     lib["vadd"](a, b, c, n, grid=4, block=256, shared_mem=0)
     lib["scale<float>"](x, y, 1.5, n, grid=(4, 1, 1), block=(128, 1, 1))
+
+    p = port.port_cuda(source, filename="kernels.cu")   # the Metal port (to_metal/)
+    p.metal, p.diagnostics, p.stats, p.load(), p.verify(...), p.verify_all(...)
 
 Stages: parse.py (tree-sitter-cuda syntax tree of the preprocessed file) ->
 analyse.py (kernels, instantiations, variables, host code, unsupported
@@ -26,7 +28,7 @@ from .frontend import CudaCompileError
 from .library import CudaKernel, CudaLibrary, Printed
 
 __all__ = ["load_cuda", "CudaLibrary", "CudaKernel", "CudaCompileError", "KernelError", "KernelTimeout",
-           "Printed"]
+           "Printed", "port_cuda", "PortResult", "Diagnostic"]
 
 
 def load_cuda(source: str, filename: str = "kernels.cu", include_dirs: Sequence[str] = (),
@@ -61,3 +63,7 @@ def load_cuda(source: str, filename: str = "kernels.cu", include_dirs: Sequence[
     except MetalCompileError as e:
         raise CudaCompileError(e.detail, file=e.filename, line=e.lineno, text=e.text,
                                compiler_output=e.compiler_output) from None
+
+
+from .to_metal.diagnostics import Diagnostic  # noqa: E402 - the port builds on load_cuda above
+from .to_metal.porting import PortResult, port_cuda  # noqa: E402

@@ -93,12 +93,8 @@ class Unit:
     launches: list[object] = field(default_factory=list)  # `k<<<...>>>(...)` calls in host code
 
 
-def normalise_template_args(text: str) -> str:
-    """`< __half ,4 >` -> `__half, 4`: top-level commas get one space, other
-    runs of spaces collapse (CUDA's spelling in names like `k<__half, 4>`)."""
-    text = text.strip()
-    if text.startswith("<") and text.endswith(">"):
-        text = text[1:-1]
+def split_top_level(text: str) -> list[str]:
+    """`a, b<c, d>, e` -> ['a', ' b<c, d>', ' e']: the commas outside brackets."""
     parts, depth, cur = [], 0, ""
     for ch in text:
         if ch in "<([{":
@@ -111,8 +107,25 @@ def normalise_template_args(text: str) -> str:
             continue
         cur += ch
     parts.append(cur)
+    return parts
+
+
+def normalise_spelling(name: str) -> str:
+    """`k< __half ,4 >` -> `k<__half, 4>`: how kernels are looked up by name."""
+    if "<" not in name:
+        return name.strip()
+    base, _, rest = name.partition("<")
+    return f"{base.strip()}<{normalise_template_args(rest.rsplit('>', 1)[0])}>"
+
+
+def normalise_template_args(text: str) -> str:
+    """`< __half ,4 >` -> `__half, 4`: top-level commas get one space, other
+    runs of spaces collapse (CUDA's spelling in names like `k<__half, 4>`)."""
+    text = text.strip()
+    if text.startswith("<") and text.endswith(">"):
+        text = text[1:-1]
     out = []
-    for p in parts:
+    for p in split_top_level(text):
         p = re.sub(r"\s+", " ", p.strip())
         p = re.sub(r"\s*([<>(),*&\[\]])\s*", r"\1", p)
         p = re.sub(r",", ", ", p)

@@ -7,7 +7,9 @@ import ctypes
 import struct
 from dataclasses import dataclass
 
-from ..runtime.library import _bf16_bytes, _is_ndarray, _is_tensor
+from ..runtime.binding import _bf16_bytes
+from ..runtime.binding import is_ndarray as _is_ndarray
+from ..runtime.binding import is_tensor as _is_tensor
 
 POINTER, SIGNED, UNSIGNED, FLOAT, HALF, BFLOAT16, BOOL, OTHER, ARRAY = range(1, 10)
 _KIND_NAMES = {POINTER: "pointer", SIGNED: "signed integer", UNSIGNED: "unsigned integer", FLOAT: "floating",

@@ -18,9 +18,10 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
-from ..runtime.rewriter import KernelEntry, Param, entry_code
+from ..runtime.entries import EntrySpec, Param, entry_code
+from ..runtime.rewriter import KernelEntry
 from .analyse import Kernel, Unit
-from .parse import Source, declarator_name, walk
+from .parse import Source, declarator_name, keywords, walk
 
 # The wrapper's parameter after the kernel's own: threadgroup buffer 0, so
 # that the runtime allocates the launch's dynamic shared memory (the kernel
@@ -215,8 +216,8 @@ class Emitter:
             f" __mk_cuparams_{sym}[] = {{ {codes} }};"
         )
         params = [Param(name, "buffer", index=i) for i, name in enumerate(k.params)] + BLOCK_PARAMS
-        code += entry_code(sym, wrapper, params, None, self.workitem)
-        entry = KernelEntry(spelling, sym, params, k.file, k.line, k.max_threads, False)
+        code += entry_code(EntrySpec(sym, wrapper, f"decltype({wrapper})", params, describe=False), self.workitem)
+        entry = KernelEntry(spelling, sym, params, k.file, k.line, k.max_threads)
         self.out.kernels.append(CudaKernelEntry(entry, spelling, list(k.params)))
         return code
 
@@ -228,9 +229,16 @@ def emit(src: Source, unit: Unit, workitem: bool) -> Emitted:
 def emit_program(src: Source, unit: Unit) -> str:
     """A whole CUDA program for the CPU (port/program.py): host code kept,
     each `k<<<grid, block, smem, stream>>>(args)` a call of
-    ::mk::cuda::host_launch (mkcuda/host.h), shared memory as for libraries."""
+    ::mk::cuda::host_launch (mkcuda/host.h) with the launch's spelling,
+    shared memory as for libraries; each kernel notes its instantiation when
+    it runs (MKCUDA_NOTE_KERNEL: the launch capture of port/to_metal)."""
     e = Emitter(src, unit, workitem=False)
     e.all_shared()
+    for n in walk(src.root):
+        if n.type == "function_definition" and "__global__" in keywords(n):
+            body = n.child_by_field_name("body")
+            if body is not None:
+                e.edits.insert(body.start_byte + 1, " MKCUDA_NOTE_KERNEL();")
     for call in unit.launches:
         fn = call.child_by_field_name("function")
         config = next(c for c in call.children if c.type == "kernel_call_syntax")
@@ -238,7 +246,8 @@ def emit_program(src: Source, unit: Unit) -> str:
         parts = [src.text(c) for c in config.named_children]
         grid, block = parts[0], parts[1]
         smem = parts[2] if len(parts) > 2 else "0"
-        text = (f"::mk::cuda::host_launch(dim3({grid}), dim3({block}), (size_t)({smem}), "
+        name = '"' + " ".join(src.text(fn).split()).replace("\\", "\\\\").replace('"', '\\"') + '"'
+        text = (f"::mk::cuda::host_launch({name}, dim3({grid}), dim3({block}), (size_t)({smem}), "
                 f"[&](auto&&... __mk_a) {{ {src.text(fn)}(__mk_a...); }}"
                 + ("" if not args.named_children else ", " + src.text(args)[1:-1]) + ")")
         e.edits.replace(call.start_byte, call.end_byte, text)

@@ -3,12 +3,10 @@ pass-1 arguments, the rewrite (parse -> analyse -> emit) and the prelude."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ..runtime.compiler import FRONTENDS, CompileOptions, Frontend
 from ..runtime.errors import MetalCompileError
-from ..runtime.rewriter import RewriteResult
 from .analyse import analyse
 from .emit import emit
 from .parse import parse
@@ -47,25 +45,45 @@ def _c_string(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def rewrite(pp: str, function_constants: dict, tg_helpers: bool, workitem: bool) -> RewriteResult:
-    src = parse(pp)
-    unit = analyse(src)
-    if unit.errors:
-        what, file, line = unit.errors[0]
-        more = "".join(f"\n{f}:{ln}: {w}" for w, f, ln in unit.errors[1:8])
-        raise CudaCompileError(f"{what} is not supported by the CPU runtime{more}", file=file, line=line)
-    out = emit(src, unit, workitem)
-    # What the host needs besides the entries, in the library itself (the
-    # compiler's cache stores only the entries).
-    names = ", ".join(_c_string(f"{kind}:{name}") for name, kind in out.symbols) or "nullptr"
-    notes = _c_string("\n".join(unit.notes))
-    text = out.text + (
-        f'extern "C" __attribute__((visibility("default"))) const char* const __mk_cuda_symbols[] = {{ {names} }};'
-        f' extern "C" __attribute__((visibility("default"))) const unsigned __mk_cuda_nsymbols = {len(out.symbols)};'
-        f' extern "C" __attribute__((visibility("default"))) const char* const __mk_cuda_notes = {notes};'
-        ' extern "C" __attribute__((visibility("default"))) const ::mk::RuntimeApi* __mk_rt = nullptr;\n'
-    )
-    return RewriteResult(text, [k.entry for k in out.kernels])
+class CudaRewrite:
+    """A CUDA file as C++ for pass 2 (the runtime compiler's rewrite result):
+    every kernel with its entry points, with or without the per-thread
+    functions of the work-item build. CUDA libraries are built whole
+    (Frontend.single_library), so `symbols` never selects."""
+
+    def __init__(self, pp: str):
+        self.src = parse(pp)
+        self.unit = analyse(self.src)
+        if self.unit.errors:
+            what, file, line = self.unit.errors[0]
+            more = "".join(f"\n{f}:{ln}: {w}" for w, f, ln in self.unit.errors[1:8])
+            raise CudaCompileError(f"{what} is not supported by the CPU runtime{more}", file=file, line=line)
+        self.kernels = [k.entry for k in emit(self.src, self.unit, False).kernels]
+        self._texts: dict[bool, str] = {}
+
+    def source(self, symbols=None, workitem: bool = False) -> str:
+        if workitem not in self._texts:
+            self._texts[workitem] = self._library_text(emit(self.src, self.unit, workitem))
+        return self._texts[workitem]
+
+    def check_source(self) -> str:
+        return self.source()
+
+    def _library_text(self, out) -> str:
+        # What the host needs besides the entries, in the library itself (the
+        # compiler's cache stores only the entries).
+        names = ", ".join(_c_string(f"{kind}:{name}") for name, kind in out.symbols) or "nullptr"
+        notes = _c_string("\n".join(self.unit.notes))
+        return out.text + (
+            f'extern "C" __attribute__((visibility("default"))) const char* const __mk_cuda_symbols[] = {{ {names} }};'
+            f' extern "C" __attribute__((visibility("default"))) const unsigned __mk_cuda_nsymbols = {len(out.symbols)};'
+            f' extern "C" __attribute__((visibility("default"))) const char* const __mk_cuda_notes = {notes};'
+            ' extern "C" __attribute__((visibility("default"))) const ::mk::RuntimeApi* __mk_rt = nullptr;\n'
+        )
+
+
+def rewrite(pp: str, function_constants: dict) -> CudaRewrite:
+    return CudaRewrite(pp)
 
 
 def _version_files() -> tuple[Path, ...]:
@@ -79,8 +97,9 @@ FRONTENDS["cuda"] = Frontend(
     rewrite=rewrite,
     prelude=PRELUDE,
     include_dirs=(str(PORT_INCLUDE),),
-    # Every CUDA library goes through the work-item build: it decides per
-    # kernel, from the IR, whether it synchronises.
-    sync_words=re.compile(""),
+    # One library per file (its __constant__ / __device__ variables exist
+    # once), through the work-item build: it decides per kernel, from the
+    # IR, whether it synchronises.
+    single_library=True,
     version_files=_version_files(),
 )

@@ -9,9 +9,13 @@ from dataclasses import dataclass
 
 from ..runtime.compiler import CompiledLibrary
 from ..runtime.errors import KernelError, KernelTimeout
-from ..runtime.library import Kernel, Library, _Bound, _is_ndarray, _is_tensor, array_extent, dispatch_interceptor
+from ..runtime.binding import Bound as _Bound
+from ..runtime.binding import array_extent
+from ..runtime.binding import is_ndarray as _is_ndarray
+from ..runtime.binding import is_tensor as _is_tensor
+from ..runtime.library import Kernel, Library, dispatch_interceptor
 from ..runtime.native import CUDA_MAX_SHARED_MEMORY, DISPATCH_CUDA, ErrorInfo
-from .analyse import normalise_template_args
+from .analyse import normalise_spelling
 from .binding import (BFLOAT16, BOOL, FLOAT, HALF, POINTER, SIGNED, UNSIGNED, ArgumentError, TypeCode,
                       element_size, value_bytes)
 
@@ -54,9 +58,9 @@ def _dims(v, what: str, kernel: str, limits) -> tuple[int, int, int]:
 class CudaKernel(Kernel):
     """One kernel (or kernel template instantiation) of a CUDA library."""
 
-    def __init__(self, library, entry, fn, sizes, tg_mem, fiber_fn=None, stream_fn=None):
-        super().__init__(library, entry, fn, sizes, tg_mem, fiber_fn, stream_fn)
-        lib = library._lib
+    def __init__(self, library, entry, fn, sizes, param_types, fiber_fn=None, stream_fn=None, cdll=None):
+        super().__init__(library, entry, fn, sizes, param_types, fiber_fn, stream_fn, cdll)
+        lib = cdll
         n = ctypes.c_uint64.in_dll(lib, f"__mk_cuparams_{entry.symbol}").value
         codes = (ctypes.c_uint64 * (n + 1)).in_dll(lib, f"__mk_cuparams_{entry.symbol}")
         self.param_types = [TypeCode.decode(codes[1 + i]) for i in range(n)]
@@ -140,13 +144,17 @@ class CudaKernel(Kernel):
     dispatch_flags = DISPATCH_CUDA
 
     def _error(self, err: ErrorInfo, b) -> KernelError:
-        e = super()._error(err, b)
-        if not isinstance(e, KernelError) or e.thread is None or e.threadgroup is None:
+        return self._localise(super()._error(err, b))
+
+    def _localise(self, e: KernelError) -> KernelError:
+        """Grid thread and threadgroup as CUDA names them: thread in block."""
+        launch = getattr(self, "_launch_args", None)  # unset on a checked build's kernel (check() runs it)
+        if not isinstance(e, KernelError) or e.thread is None or e.threadgroup is None or launch is None:
             return e
-        _, block = self._launch_args
+        _, block = launch
         tid = tuple(e.thread[i] - e.threadgroup[i] * block[i] for i in range(3))
-        message = str(e).replace(f"in thread {list(e.thread)} (threadgroup {list(e.threadgroup)})",
-                                 f"in thread {tid} of block {tuple(e.threadgroup)}")
+        message = str(e).replace(f"thread {list(e.thread)} (threadgroup {list(e.threadgroup)})",
+                                 f"thread {tid} of block {tuple(e.threadgroup)}")
         cls = KernelTimeout if isinstance(e, KernelTimeout) else KernelError
         out = cls(message, kernel=e.kernel, thread=tid, threadgroup=tuple(e.threadgroup), address=e.address)
         out.block = tuple(e.threadgroup)
@@ -179,11 +187,9 @@ class CudaLibrary(Library):
     def __getitem__(self, name: str) -> CudaKernel:
         if name in self._kernels:
             return self._kernels[name]
-        if "<" in name:
-            base, _, rest = name.partition("<")
-            key = f"{base.strip()}<{normalise_template_args(rest.rsplit('>', 1)[0])}>"
-            if key in self._kernels:
-                return self._kernels[key]
+        key = normalise_spelling(name)
+        if key in self._kernels:
+            return self._kernels[key]
         notes = "".join(f"\n  {n}" for n in self.notes)
         raise KeyError(f"no kernel named '{name}' in this library; it has: "
                        f"{', '.join(sorted(self._kernels)) or 'none'}{notes}")

@@ -17,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..runtime.compiler import (COMMON_FLAGS, INCLUDE_DIR, CompileOptions, _atomic_write, _compile_error, _sha,
+from ..runtime.compiler import (COMMON_FLAGS, INCLUDE_DIR, CompileOptions, _atomic_write, _error, _sha,
                                 build_runtime_library, cache_dir, cpu_identity, frontend_of, preprocess,
                                 runtime_version)
+from ..runtime.pass2 import NO_BF16_INSTRUCTIONS
 from ..runtime.errors import MetalCompileError
 from ..runtime.toolchain import find_toolchain
 from .analyse import analyse
@@ -39,8 +40,10 @@ class ProgramRun:
 
 
 def build_program(source: str, filename: str = "program.cu", include_dirs: Sequence[str] = (),
-                  defines: Mapping | None = None) -> Path:
-    """Compiles a CUDA program for the CPU; returns the executable (cached)."""
+                  defines: Mapping | None = None, capture: bool = False) -> Path:
+    """Compiles a CUDA program for the CPU; returns the executable (cached).
+    `capture`: record each kernel's first launch (mkcuda/capture.h; the port
+    verifies kernels on them)."""
     dirs = [str(d) for d in include_dirs]
     here = os.path.dirname(os.path.abspath(filename))
     if os.path.isfile(filename) and here not in dirs:
@@ -58,7 +61,8 @@ def build_program(source: str, filename: str = "program.cu", include_dirs: Seque
         except MetalCompileError as e:
             raise CudaCompileError(e.detail, file=e.filename, line=e.lineno, text=e.text,
                                    compiler_output=e.compiler_output) from None
-        key = _sha("program", pp, tc.identity, runtime_version(), cpu_identity(), frontend_of(opts).version())
+        key = _sha("program", pp, tc.identity, runtime_version(), cpu_identity(), frontend_of(opts).version(),
+                   "capture" if capture else "")
         exe = cache_dir() / "objects" / f"program-{key}"
         if exe.exists():
             return exe
@@ -70,14 +74,15 @@ def build_program(source: str, filename: str = "program.cu", include_dirs: Seque
         cpp = Path(tmp) / "program.cpp"
         cpp.write_text(emit_program(src, unit))
         out = Path(tmp) / "program"
-        args = ["-x", "c++", *COMMON_FLAGS, "-O2", "-w", "-ferror-limit=10", "-fno-caret-diagnostics",
-                "-DMKCUDA_HOST_PROGRAM=1", "-I", str(INCLUDE_DIR), "-I", str(PORT_INCLUDE),
+        args = ["-x", "c++", *COMMON_FLAGS, *tc.march(), *NO_BF16_INSTRUCTIONS, "-O2", "-w", "-ferror-limit=10",
+                "-fno-caret-diagnostics", "-DMKCUDA_HOST_PROGRAM=1", *(["-DMKCUDA_CAPTURE=1"] if capture else []),
+                "-I", str(INCLUDE_DIR), "-I", str(PORT_INCLUDE),
                 "-include", str(PRELUDE), "-include", str(HOST_HEADER), str(cpp),
                 "-x", "none", runtime, f"-Wl,-rpath,{os.path.dirname(runtime)}", "-lm", "-lpthread",
                 "-o", str(out)]
         proc = subprocess.run(tc.cxx(*args), capture_output=True, text=True, cwd=tmp)
         if proc.returncode != 0:
-            e = _compile_error(proc.stderr, opts, source, tmp)
+            e = _error(proc.stderr, opts, source, tmp)
             raise CudaCompileError(e.detail, file=e.filename, line=e.lineno, text=e.text,
                                    compiler_output=e.compiler_output)
         _atomic_write(exe, out.read_bytes())

@@ -1,14 +1,23 @@
-"""MSL source -> loadable shared library, cached on disk by content.
+"""MSL source -> kernels ready to load, cached on disk by content.
 
 Pass 1 preprocesses the source with Metal's predefined macros (Metal headers
 resolve to empty stubs, so only the user's code and its includes expand).
-The rewriter turns the result into C++, and pass 2 compiles that against the
-C++ Metal standard library (include/mk/prelude.h).
+The rewriter turns the result into C++, and pass 2 (runtime/pass2.py)
+compiles that against the C++ Metal standard library (include/mk/prelude.h).
+
+A file with at most EAGER_KERNELS kernels is compiled whole when
+compile_shader runs. A larger one (PyTorch's BinaryKernel.metal instantiates
+thousands) is checked whole at that point — clang's semantic analysis of
+every kernel and instantiation, without code generation, so errors in the
+user's code still surface there — and each kernel is compiled on first use
+into a library of its own, cached like the rest.
 
 Cache layout (``$METAL_KERNEL_CACHE_DIR`` or ``~/.cache/metal-kernel``):
-    manifests/<key>.json   source + options -> object key, dependency stamps
-    objects/<key>.so       the kernel library
-    objects/<key>.json     what the rewriter found (kernels, parameters)
+    manifests/<key>.json        source + options -> object key, dependency stamps
+    objects/<key>.json          the kernels (their parameters, modes, files)
+    objects/<key>.so, .wi.so    a small file's libraries (.wi: work-item loops)
+    objects/<key>.pp            a large file's preprocessed source
+    objects/<key>.k<n>.*        a large file's kernel n, built on first use
 Every file is written to a temporary name and renamed into place, so
 concurrent processes and interrupted writes never leave a partial entry; an
 entry that fails to parse or load is discarded and rebuilt.
@@ -24,14 +33,17 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import pass2
+from .diagnostics import compile_error
+from .entries import Param
 from .errors import MetalCompileError
-from .rewriter import KernelEntry, Param, rewrite
+from .rewriter import KernelEntry, RewriteResult, rewrite
 from .toolchain import Toolchain, find_toolchain
 
 HERE = Path(__file__).resolve().parent
@@ -42,25 +54,16 @@ SOURCE_NAME = "source.metal"
 
 LANGUAGE_VERSIONS = {"3.0": 300, "3.1": 310, "3.2": 320, "4.0": 400}
 
-COMMON_FLAGS = [
-    "-std=c++17",
-    "-fPIC",
-    "-march=native",
-    "-fno-exceptions",
-    "-fno-rtti",
-    "-fno-math-errno",
-    "-fwrapv",  # GPU integer arithmetic wraps
-    "-fno-omit-frame-pointer",  # the scheduler tells simd call paths apart by them
-    # x86 traps on integer division by zero; report it (see mk/prelude.h)
-    "-fsanitize=integer-divide-by-zero", "-fsanitize-minimal-runtime", "-fno-sanitize-recover=all",
-    "-fdeclspec",  # vector swizzles are declspec properties
-    "-Xclang", "-ffloat16-excess-precision=none",  # half rounds at every op
-    "-Xclang", "-fbfloat16-excess-precision=none",
-    # The AVX-512 BF16 / AVX-NE-CONVERT float->bfloat instructions flush
-    # subnormals; mk/types.h converts with exact round-to-nearest-even instead.
-    "-mno-avx512bf16", "-mno-avxneconvert",
-    "-g0",  # zig's driver emits debug info unless told not to
-]
+# Files with at most this many kernels are compiled whole at compile_shader
+# time; larger ones kernel by kernel, on first use.
+EAGER_KERNELS = 16
+
+# Re-exported for the tests, the CLI and the CUDA front end.
+COMMON_FLAGS = pass2.COMMON_FLAGS
+workitem_enabled = pass2.workitem_enabled
+streaming_setting = pass2.streaming_setting
+streaming_enabled = pass2.streaming_enabled
+extra_flags = pass2.extra_flags
 
 
 @dataclass(frozen=True)
@@ -83,21 +86,24 @@ class CompileOptions:
 @dataclass(frozen=True)
 class Frontend:
     """What makes a source language: how pass 1 preprocesses it, how the
-    preprocessed text becomes C++ with entry points, and the prelude pass 2
+    preprocessed text becomes C++ with entry points, and what pass 2
     compiles it against. Everything after that (pass 2, work-item loops,
     the cache, the scheduler) is shared."""
+
     name: str
     pass1_args: Callable[[CompileOptions], list[str]]  # clang -E arguments before the file
-    # (preprocessed text, function constants, tg_helpers, workitem) -> RewriteResult
+    # (preprocessed text, function constants) -> an object like rewriter.RewriteResult:
+    # `kernels`, `source(symbols, workitem)`, `check_source()`
     rewrite: Callable
     prelude: Path  # force-included (precompiled) in pass 2
     include_dirs: tuple[str, ...] = ()  # pass 2, besides runtime/include
-    # Words that can reach a synchronising call; a library without any runs
-    # every kernel in direct mode.
-    sync_words: re.Pattern = None
+    extra_includes: tuple[Path, ...] = ()  # pass 2: force-included after the prelude
+    # Every kernel in one library, decided by the work-item build: for
+    # languages whose program-scope variables the host writes (CUDA's
+    # __constant__ / __device__), which must exist once.
+    single_library: bool = False
     version_files: tuple[Path, ...] = ()  # part of every cache key
     pass2_flags: tuple[str, ...] = ()  # the language's own code-generation rules
-
 
     def version(self) -> str:
         h = hashlib.sha256(self.name.encode())
@@ -132,19 +138,10 @@ def math_mode(value: str | None) -> str:
     raise ValueError(f"{source}{raw!r}: choose 'exact', 'bounds' or 'bounds:<seed>' (a non-negative integer)")
 
 
-def _math_defines(opts: CompileOptions) -> list[str]:
+def _math_defines(opts: CompileOptions) -> tuple[str, ...]:
     if not opts.math.startswith("bounds"):
-        return []
-    return ["-DMK_MATH_BOUNDS=1", f"-DMK_MATH_SEED={opts.math.partition(':')[2] or 0}ull"]
-
-
-@dataclass
-class CompiledLibrary:
-    path: str
-    kernels: list[KernelEntry]
-    tg_sizes_known: bool = True
-    deps: list = field(default_factory=list)
-    check: dict | None = None  # checked builds: sites and per-kernel facts (check/build.py)
+        return ()
+    return ("-DMK_MATH_BOUNDS=1", f"-DMK_MATH_SEED={opts.math.partition(':')[2] or 0}ull")
 
 
 def cache_dir() -> Path:
@@ -163,9 +160,7 @@ def cache_dir() -> Path:
 def runtime_version() -> str:
     """Hash of everything that shapes a compiled kernel besides its source."""
     h = hashlib.sha256()
-    files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE, HERE / "rewriter.py", HERE / "address_spaces.py",
-                                               HERE / "lexer.py", HERE / "workitem.py", HERE / "streaming.py",
-                                               HERE / "simdgroup_uniform.py", HERE / "ir.py", Path(__file__)]
+    files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE] + sorted(HERE.glob("*.py"))
     files += sorted((HERE.parent / "check").glob("*.py"))  # the checked build's passes
     for f in files:
         if f.is_file():
@@ -175,19 +170,23 @@ def runtime_version() -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def cpu_identity() -> str:
-    """-march=native code is only valid on the same kind of CPU."""
+def _cpu_model() -> str:
     try:
         text = Path("/proc/cpuinfo").read_text()
         model = re.search(r"model name\s*:\s*(.*)", text)
         flags = re.search(r"flags\s*:\s*(.*)", text)
-        return hashlib.sha256(
-            ((model.group(1) if model else "") + (flags.group(1) if flags else "")).encode()
-        ).hexdigest()[:12]
+        return (model.group(1) if model else "") + (flags.group(1) if flags else "")
     except OSError:
         import platform
 
         return platform.machine()
+
+
+def cpu_identity() -> str:
+    """-march=native code is only valid on the same kind of CPU; the target
+    chosen with $METAL_KERNEL_MARCH is part of it."""
+    target = os.environ.get("METAL_KERNEL_MARCH", "").strip() or "native"
+    return hashlib.sha256((_cpu_model() + "\0" + target).encode()).hexdigest()[:12]
 
 
 @functools.lru_cache(maxsize=1)
@@ -214,12 +213,7 @@ def _atomic_write(path: Path, data: bytes):
         raise
 
 
-def _sha(*parts) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p if isinstance(p, bytes) else str(p).encode())
-        h.update(b"\0")
-    return h.hexdigest()[:32]
+_sha = pass2._sha
 
 
 # ------------------------------------------------------------------ pass 1 --
@@ -234,7 +228,10 @@ def _metal_pass1_args(opts: CompileOptions) -> list[str]:
             f"unknown Metal language version {opts.language_version!r}; "
             f"choose one of {', '.join(LANGUAGE_VERSIONS)}"
         )
-    args = ["-E", "-x", "c++", "-std=c++17", "-fno-caret-diagnostics", "-nostdinc", "-nostdinc++", "-I", str(PASS1_DIR)]
+    # -dD keeps macro definitions in the output: the rewriter expands them in
+    # `#pragma unroll(...)` (which the preprocessor does not) and drops them.
+    args = ["-E", "-dD", "-x", "c++", "-std=c++17", "-fno-caret-diagnostics", "-nostdinc", "-nostdinc++",
+            "-I", str(PASS1_DIR)]
     for d in opts.include_dirs:
         args += ["-I", str(d)]
     torch_inc = torch_include_dir()
@@ -247,32 +244,11 @@ def _metal_pass1_args(opts: CompileOptions) -> list[str]:
     return args
 
 
-_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<kind>fatal error|error): (?P<msg>.*)$",
-                   re.MULTILINE)
-
-
-def _compile_error(output: str, opts: CompileOptions, source: str, tmpdir: str) -> MetalCompileError:
-    """The first error, located in the user's files, with the compiler's words."""
-    output = output.replace(os.path.join(tmpdir, SOURCE_NAME), opts.source_name)
-    output = output.replace(SOURCE_NAME, opts.source_name) if opts.source_name != SOURCE_NAME else output
-    lines = [ln for ln in output.splitlines() if ": warning:" not in ln]
-    text = "\n".join(lines).strip()
-    m = _DIAG.search(text)
-    if not m:
-        return MetalCompileError("compilation failed:\n" + text, compiler_output=output)
-    file, line = m.group("file"), int(m.group("line"))
-    src_line = None
-    if file == opts.source_name:
-        src = source.splitlines()
-        if 0 < line <= len(src):
-            src_line = src[line - 1]
-    # Keep the compiler's diagnostics (errors and their notes), without the
-    # huge template back-traces into the runtime's own headers.
-    shown = [ln for ln in lines if "/metal_kernel/runtime/include/" not in ln.split(":")[0]][:40]
-    return MetalCompileError(
-        m.group("msg") + "\n" + "\n".join(shown), file=file, line=line, text=src_line,
-        compiler_output=output,
-    )
+def _error(output: str, opts: CompileOptions, source: str, tmpdir: str,
+           rw: RewriteResult | None = None) -> MetalCompileError:
+    names = {k.symbol: (k.host_name, k.file, k.line) for k in rw.kernels} if rw else {}
+    return compile_error(output, opts.source_name, source, names,
+                         tmp_names=(os.path.join(tmpdir, SOURCE_NAME), SOURCE_NAME))
 
 
 def preprocess(source: str, opts: CompileOptions, tc: Toolchain, tmpdir: str) -> str:
@@ -282,7 +258,7 @@ def preprocess(source: str, opts: CompileOptions, tc: Toolchain, tmpdir: str) ->
     proc = subprocess.run(_pass1_args(tc, opts) + [SOURCE_NAME], capture_output=True, text=True,
                           cwd=tmpdir)
     if proc.returncode != 0:
-        raise _compile_error(proc.stderr, opts, source, tmpdir)
+        raise _error(proc.stderr, opts, source, tmpdir)
     text = proc.stdout
     if opts.source_name != SOURCE_NAME:
         text = text.replace(f'"{SOURCE_NAME}"', json.dumps(opts.source_name))
@@ -319,158 +295,7 @@ def _deps_fresh(deps: list) -> bool:
     return True
 
 
-# ------------------------------------------------------------------ pass 2 --
-def extra_flags() -> list[str]:
-    """$METAL_KERNEL_CXXFLAGS: extra pass-2 flags (e.g. -g), part of the cache key."""
-    import shlex
-
-    return shlex.split(os.environ.get("METAL_KERNEL_CXXFLAGS", ""))
-
-
-PRELUDE = INCLUDE_DIR / "mk" / "prelude.h"
-_PCH_TROUBLE = ("precompiled", "pch", "PCH")
-
-
-def _prelude(tc: Toolchain, flags: list[str], header: Path = PRELUDE) -> list[str]:
-    """Arguments that give a pass-2 compile with `flags` the Metal standard
-    library: a precompiled prelude.h (built once per flags, runtime version
-    and compiler, in the cache), which saves ~100 ms per library — clang
-    parses the prelude's C++ in ~140 ms, loads the PCH in ~40 — or, when no
-    PCH can be built, the header itself."""
-    key = _sha("pch", tc.identity, runtime_version(), cpu_identity(), flags, header)
-    pch = cache_dir() / "objects" / f"prelude-{key}.pch"
-    if not pch.exists():
-        tmp = pch.with_name(f"{pch.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-        try:
-            proc = subprocess.run(tc.cxx(*flags, "-x", "c++-header", str(header), "-o", str(tmp)),
-                                  capture_output=True, text=True)
-            if proc.returncode != 0:
-                return ["-include", str(header)]
-            os.replace(tmp, pch)  # atomic: concurrent builders write the same bytes
-        except OSError:
-            return ["-include", str(header)]
-        finally:
-            tmp.unlink(missing_ok=True)
-    return ["-include-pch", str(pch)]
-
-
-def _compile_with_prelude(tc: Toolchain, flags: list[str], rest: list[str], cwd: str,
-                          link_to: str | None = None, header: Path = PRELUDE) -> subprocess.CompletedProcess:
-    """clang `flags` + the prelude + `rest` (input, outputs), and the link
-    when `link_to` is given. A precompiled prelude that clang rejects (a
-    stale or foreign file) costs a retry with the header, never an error."""
-    def run(prelude):
-        args = [*flags, *prelude, *rest]
-        if link_to:
-            return _compile_and_link(tc, args, link_to, cwd)
-        return subprocess.run(tc.cxx(*args), capture_output=True, text=True, cwd=cwd)
-
-    prelude = _prelude(tc, flags, header)
-    proc = run(prelude)
-    if proc.returncode != 0 and prelude[0] == "-include-pch" and any(w in proc.stderr for w in _PCH_TROUBLE):
-        Path(prelude[1]).unlink(missing_ok=True)  # rebuilt by the next compile
-        proc = run(["-include", str(header)])
-    return proc
-
-
-def _compile_and_link(tc: Toolchain, compile_args: list[str], out_path: str,
-                      cwd: str, objects: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    """Compiles to an object and links it (with `objects`) into `out_path`."""
-    obj = out_path + ".o"
-    proc = subprocess.run(tc.cxx(*compile_args, "-c", "-o", obj), capture_output=True, text=True, cwd=cwd)
-    if proc.returncode != 0:
-        return proc
-    return subprocess.run(tc.link_shared(obj, out_path, *objects), capture_output=True, text=True, cwd=cwd)
-
-
-def _pass2(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOptions,
-           kernels: list[KernelEntry]) -> subprocess.CompletedProcess:
-    """Pass 2 for a library whose kernels never synchronise: the C++ to
-    optimised IR, streaming-store variants added (runtime/streaming.py),
-    the IR to the library."""
-    cwd = os.path.dirname(cpp_path)
-    ll = os.path.join(cwd, "kernel.ll")
-    flags = _pass2_flags(opts)
-    streamable = _streamable(kernels)
-    if not streamable:
-        return _compile_with_prelude(tc, flags, [cpp_path], cwd, link_to=out_path,
-                                     header=frontend_of(opts).prelude)
-    proc = _compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], cwd,
-                                 header=frontend_of(opts).prelude)
-    if proc.returncode != 0:
-        return proc
-    text = _add_streaming(Path(ll).read_text(), kernels, streamable)
-    out_ll = os.path.join(cwd, "kernel.stream.ll")
-    Path(out_ll).write_text(text)
-    # The IR is optimised already: code generation only, so the blocks the
-    # streaming variants add stay as written.
-    proc = _compile_and_link(tc, [*_codegen_flags(opts), "-Xclang", "-disable-llvm-passes", out_ll],
-                             out_path, cwd)
-    if proc.returncode != 0:
-        # A bug of streaming.py, never the user's: build without the variants.
-        for k in kernels:
-            k.streaming = False
-        return _compile_with_prelude(tc, flags, [cpp_path], cwd, link_to=out_path,
-                                     header=frontend_of(opts).prelude)
-    return proc
-
-
-def _pass2_flags(opts: CompileOptions, *defines: str) -> list[str]:
-    """Flags for compiling the rewritten C++ (the prelude and input follow)."""
-    includes = ["-I", str(INCLUDE_DIR)]
-    for d in frontend_of(opts).include_dirs:
-        includes += ["-I", d]
-    return ["-x", "c++", *COMMON_FLAGS, *frontend_of(opts).pass2_flags, opts.optimize, "-w", "-ferror-limit=10",
-            "-fno-caret-diagnostics",
-            *extra_flags(), *_math_defines(opts), *defines, *includes]
-
-
-def _codegen_flags(opts: CompileOptions) -> list[str]:
-    """Flags for compiling IR (not C++) into the library's object."""
-    return [opts.optimize, "-fPIC", "-march=native", "-mno-avx512bf16", "-mno-avxneconvert", "-g0", "-w",
-            *extra_flags()]
-
-
-def _streamable(kernels: list[KernelEntry]) -> list[int]:
-    """Kernels that may get a streaming-store variant: direct ones without
-    threadgroup memory (see runtime/streaming.py)."""
-    if not streaming_enabled():
-        return []
-    return [k.symbol for k in kernels
-            if k.mode == "direct" and not k.has_tg_size and not any(p.kind == "threadgroup" for p in k.params)]
-
-
-def _add_streaming(text: str, kernels: list[KernelEntry], symbols: list[int]) -> str:
-    """`text` with __mk_stream_N variants; sets each kernel's `streaming`."""
-    from .streaming import add_streaming_variants
-
-    try:
-        result = add_streaming_variants(text, symbols)
-    except Exception:  # noqa: BLE001 - a bug of ours: no variants, same kernels
-        return text
-    for k in kernels:
-        k.streaming = k.symbol in result.symbols
-    return result.text
-
-
-def streaming_setting() -> str:
-    """$METAL_KERNEL_STREAMING_STORES as "auto" (the default: streaming
-    stores for dispatches larger than the last-level cache), "always" or
-    "never"."""
-    value = os.environ.get("METAL_KERNEL_STREAMING_STORES", "auto").strip().lower()
-    if value in ("1", "true", "yes", "on", "always"):
-        return "always"
-    if value in ("0", "false", "no", "off", "never"):
-        return "never"
-    return "auto"
-
-
-def streaming_enabled() -> bool:
-    """Whether libraries get streaming-store variants at all (part of the
-    cache key; runtime/library.py decides per dispatch when to use them)."""
-    return streaming_setting() != "never"
-
-
+# ---------------------------------------------------------------- library --
 def _entries_to_json(entries: list[KernelEntry]) -> list:
     return [dataclasses.asdict(e) for e in entries]
 
@@ -484,287 +309,258 @@ def _entries_from_json(data: list) -> list[KernelEntry]:
     return out
 
 
+@dataclass
+class CompiledLibrary:
+    """The kernels of one source. Those of a small file are built; a large
+    file's are built one by one by `built`, on first use."""
+
+    kernels: list[KernelEntry]
+    objects: Path  # the cache's objects/ directory
+    key: str
+    source: str
+    opts: CompileOptions
+    lazy: bool = False
+    deps: list = field(default_factory=list)
+    check: dict | None = None  # checked builds: sites and per-kernel facts (check/build.py)
+    main_object: str = ""  # a library built whole: its main file (holding its program-scope variables)
+    _rewrite: RewriteResult | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _unit_checks: dict = field(default_factory=dict)  # check_of's cache
+
+    def path(self, entry: KernelEntry) -> str:
+        return self.path_of(entry.object)
+
+    def path_of(self, name: str) -> str:
+        return str(self.objects / name)
+
+    def built(self, symbol: int, rebuild: bool = False) -> KernelEntry:
+        """Kernel `symbol` compiled (from the cache when it is there)."""
+        entry = self.kernels[symbol]
+        if entry.object and not rebuild:
+            return entry
+        with self._lock:
+            meta_path = self.objects / f"{self.key}.k{symbol}.json"
+            try:
+                if rebuild:
+                    raise OSError
+                got = _entries_from_json([json.loads(meta_path.read_text())])[0]
+                if (self.objects / got.object).exists():
+                    self.kernels[symbol] = got
+                    return got
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+            for got in self._build(self._batch(symbol)):
+                _atomic_write(self.objects / f"{self.key}.k{got.symbol}.json",
+                              json.dumps(dataclasses.asdict(got)).encode())
+                self.kernels[got.symbol] = got
+            return self.kernels[symbol]
+
+    def _batch(self, symbol: int) -> list[int]:
+        """`symbol` and the other instantiations of its template not built
+        yet, up to EAGER_KERNELS: PyTorch's dtypes of one op are used
+        together, and one clang run for several kernels costs far less than
+        one each. Only one template's: kernels of one body decide alike
+        whether they synchronise, so a batch never drags a direct kernel
+        through the work-item pass."""
+        me = self.kernels[symbol]
+        out = [symbol]
+        for k in [*range(symbol + 1, len(self.kernels)), *range(symbol - 1, -1, -1)]:
+            if len(out) >= EAGER_KERNELS:
+                break
+            e = self.kernels[k]
+            if (e.file, e.line) == (me.file, me.line) and not e.object and \
+                    not (self.objects / f"{self.key}.k{k}.json").exists():
+                out.append(k)
+        return sorted(out)
+
+    def check_of(self, entry: KernelEntry) -> dict:
+        """The checked build's facts (sites, per-kernel facts) for the unit
+        that holds `entry`: the library's own, or, for a large file's checked
+        kernels built on first use, those saved beside their unit."""
+        if not self.lazy:
+            return self.check or {}
+        name = entry.object[:-len(".so")] + ".check.json"
+        got = self._unit_checks.get(name)
+        if got is None:
+            try:
+                got = json.loads((self.objects / name).read_text())
+            except (OSError, ValueError):
+                got = {}
+            self._unit_checks[name] = got
+        return got
+
+    def store_facts(self, symbol: int) -> dict:
+        """Kernel `symbol`'s dispatch facts (check/build.py kernel_facts:
+        its stores as offset polynomials), compiled once and cached beside
+        the library; runtime/store_guard.py proves dispatches with them."""
+        path = self.objects / f"{self.key}.k{symbol}.facts.json"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            pass
+        from ..check.build import kernel_facts
+
+        tc = find_toolchain()
+        with tempfile.TemporaryDirectory(prefix="mk-facts-", dir=self.objects.parent) as tmp:
+            with self._lock:
+                if self._rewrite is None:
+                    pp_path = self.objects / f"{self.key}.pp"
+                    pp = pp_path.read_text() if pp_path.exists() else preprocess(self.source, self.opts, tc, tmp)
+                    self._rewrite = frontend_of(self.opts).rewrite(pp, dict(self.opts.function_constants))
+            facts = kernel_facts(_context(tc, self.opts, self.objects, tmp), self._rewrite, symbol)
+        _atomic_write(path, json.dumps(facts).encode())
+        return facts
+
+    def _build(self, symbols: list[int]) -> list[KernelEntry]:
+        tc = find_toolchain()
+        with tempfile.TemporaryDirectory(prefix="mk-build-", dir=self.objects.parent) as tmp:
+            if self._rewrite is None:
+                pp = (self.objects / f"{self.key}.pp").read_text()
+                self._rewrite = frontend_of(self.opts).rewrite(pp, dict(self.opts.function_constants))
+            base = f"{self.key}.k{symbols[0]}-{os.urandom(4).hex()}"
+            ctx = _context(tc, self.opts, self.objects, tmp)
+            if self.opts.checked:
+                from ..check.build import build_checked
+
+                meta = build_checked(ctx, self._rewrite, self.opts, self.source, os.path.join(tmp, base), symbols)
+                # the unit's facts first: an entry is only trusted once they exist
+                _atomic_write(self.objects / f"{base}.check.json", json.dumps(meta["check"]).encode())
+                got = _entries_from_json(meta["kernels"])
+            else:
+                try:
+                    got = pass2.build_unit(ctx, self._rewrite, symbols, os.path.join(tmp, base))
+                except pass2.BuildError as e:
+                    raise _error(e.proc.stderr, self.opts, self.source, tmp, self._rewrite) from None
+            _publish(tmp, base, self.objects)
+        return got
+
+
+def _publish(tmp: str, base: str, objects: Path):
+    """Moves the libraries built under `base` into the cache."""
+    for suffix in (".so", ".wi.so"):
+        src = os.path.join(tmp, base + suffix)
+        if os.path.exists(src):
+            os.replace(src, objects / (base + suffix))
+
+
+def _context(tc: Toolchain, opts: CompileOptions, objects: Path, tmp: str) -> pass2.Context:
+    fe = frontend_of(opts)
+    return pass2.Context(tc, opts.optimize, objects, runtime_version() + fe.version(), tmp, prelude=fe.prelude,
+                         include_dirs=fe.include_dirs, extra_includes=fe.extra_includes,
+                         language_flags=(*fe.pass2_flags, *_math_defines(opts)))
+
+
+def _object_key(pp: str, opts: CompileOptions, tc: Toolchain) -> str:
+    fcs = sorted((str(k), repr(v)) for k, v in opts.function_constants)
+    return _sha("object", pp, fcs, opts.optimize, opts.math, opts.checked, tc.identity, runtime_version(), cpu_identity(),
+                extra_flags(), workitem_enabled(), streaming_enabled(), frontend_of(opts).version())
+
+
 def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) -> CompiledLibrary:
     """The compiled library for `source`; `rebuild` ignores (and replaces) cached files."""
     tc = find_toolchain()
     base = cache_dir()
+    objects = base / "objects"
     manifest_key = _sha("manifest", source, json.dumps(opts.key(), sort_keys=True, default=str),
                         tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled(),
                         streaming_enabled(), frontend_of(opts).version())
     manifest = base / "manifests" / f"{manifest_key}.json"
     # Direct mode (as ccache): same source and options, and no included file
     # changed since -> the library, without running the preprocessor.
-    try:
-        data = json.loads(manifest.read_text())
-        so = base / "objects" / f"{data['object']}.so"
-        meta = json.loads((base / "objects" / f"{data['object']}.json").read_text())
-        if not rebuild and so.exists() and _deps_fresh(data["deps"]):
-            return CompiledLibrary(str(so), _entries_from_json(meta["kernels"]), meta["tg_sizes_known"],
-                                   data["deps"], meta.get("check"))
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    if not rebuild:
+        try:
+            data = json.loads(manifest.read_text())
+            meta = json.loads((objects / f"{data['object']}.json").read_text())
+            if _deps_fresh(data["deps"]):
+                lib = _library(meta, objects, data["object"], source, opts, data["deps"])
+                if lib is not None:
+                    return lib
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
 
     with tempfile.TemporaryDirectory(prefix="mk-build-", dir=base) as tmp:
         pp = preprocess(source, opts, tc, tmp)
-        fcs = dict(opts.function_constants)
-        obj_key = _sha("object", pp, sorted((str(k), repr(v)) for k, v in fcs.items()), opts.optimize, opts.math,
-                       opts.checked,
-                       tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled(),
-                       streaming_enabled(), frontend_of(opts).version())
+        key = _object_key(pp, opts, tc)
         if rebuild:
             # The cached file did not load. A new name, because the dynamic
             # loader may still hold the old file under the old one.
-            for stale in (base / "objects").glob(f"{obj_key}*"):
+            for stale in objects.glob(f"{key}*"):
                 stale.unlink(missing_ok=True)
-            obj_key += "-" + os.urandom(4).hex()
-        so = base / "objects" / f"{obj_key}.so"
-        meta_path = base / "objects" / f"{obj_key}.json"
+            key += "-" + os.urandom(4).hex()
         deps = dependencies(pp, opts)
-        meta = None
-        if so.exists() and not rebuild:
+        lib = None
+        if not rebuild:
             try:
-                meta = json.loads(meta_path.read_text())
-            except (OSError, ValueError):
-                meta = None
-        if meta is None:
-            meta = _build(pp, fcs, opts, tc, tmp, so, source)
-            _atomic_write(meta_path, json.dumps(meta).encode())
-        _atomic_write(manifest, json.dumps({"object": obj_key, "deps": deps}).encode())
-    return CompiledLibrary(str(so), _entries_from_json(meta["kernels"]), meta["tg_sizes_known"], deps,
-                           meta.get("check"))
+                lib = _library(json.loads((objects / f"{key}.json").read_text()), objects, key, source, opts, deps)
+            except (OSError, ValueError, KeyError, TypeError):
+                lib = None
+        if lib is None:
+            meta = _build(pp, opts, tc, tmp, objects, key, source)
+            _atomic_write(objects / f"{key}.json", json.dumps(meta).encode())
+            lib = _library(meta, objects, key, source, opts, deps)
+        _atomic_write(manifest, json.dumps({"object": key, "deps": deps}).encode())
+    return lib
 
 
-# ------------------------------------------------------ work-item loops --
-# Words that can reach a synchronising call (barriers, simd/quad functions,
-# simdgroup matrices). A library without any of them runs every kernel in
-# direct mode and skips the work-item build.
-# (`simdgroup_\w+` also catches simdgroup_load/store, which ask the runtime for
-# the lane: such kernels must not take the bookkeeping-free direct loop.)
-# (`__metal_simd_sum` & co. are Apple's builtins behind them, mk/builtins.h.)
-_SYNC_WORDS = re.compile(r"(?:\b|__metal_)(threadgroup_barrier|simdgroup_\w+|simd_\w+|quad_\w+)\b")
+def _library(meta: dict, objects: Path, key: str, source: str, opts: CompileOptions,
+             deps: list) -> CompiledLibrary | None:
+    """The library `meta` describes, or None when a file it needs is gone."""
+    kernels = _entries_from_json(meta["kernels"])
+    if meta.get("lazy"):
+        if not (objects / f"{key}.pp").exists():
+            return None
+    elif any(not (objects / k.object).exists() for k in kernels) or \
+            (meta.get("main_object") and not (objects / meta["main_object"]).exists()):
+        return None
+    return CompiledLibrary(kernels, objects, key, source, opts, bool(meta.get("lazy")), deps, meta.get("check"),
+                           meta.get("main_object", ""))
 
 
-def workitem_enabled() -> bool:
-    """$METAL_KERNEL_WORKITEM_LOOPS=0 keeps every synchronising kernel on
-    fibers (part of the cache key)."""
-    return os.environ.get("METAL_KERNEL_WORKITEM_LOOPS", "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-def _workitem_debug() -> bool:
-    return os.environ.get("METAL_KERNEL_WI_DEBUG", "") not in ("", "0")
-
-
-def _force_inline(ll: str, names: set[str]) -> str:
-    """Marks the given function definitions alwaysinline (unless noinline)."""
-    out = []
-    for line in ll.split("\n"):
-        if line.startswith("define "):
-            m = re.search(r"@(\"[^\"]*\"|[-a-zA-Z$._0-9]+)\(", line)
-            name = m.group(1).strip('"') if m else ""
-            if name in names and " noinline" not in line:
-                close = line.rindex(")")
-                # after the parameter list: ... ) local_unnamed_addr #N {
-                hash_at = line.find(" #", close)
-                at = hash_at if hash_at >= 0 else line.rindex("{") - 1
-                line = line[:at] + " alwaysinline" + line[at:]
-        out.append(line)
-    return "\n".join(out)
-
-
-def _pass2_workitem(tc: Toolchain, cpp_path: str, out_path: str, opts: CompileOptions,
-                    kernels: list[KernelEntry]) -> subprocess.CompletedProcess:
-    """Pass 2 through LLVM IR: the C++ to optimised IR, per-thread functions
-    cut into work-item loops (runtime/workitem.py), the IR to the library.
-    Sets each kernel's `mode`."""
-    from . import workitem
-
-    cwd = os.path.dirname(cpp_path)
-    ll = os.path.join(cwd, "kernel.ll")
-    flags = _pass2_flags(opts, "-DMK_WORKITEM=1")
-    syms = [k.symbol for k in kernels]
-    # The whole-simdgroup build is independent of this one: side by side.
-    from .simdgroup_uniform import Built
-
-    uniform_job = _background(_whole_simdgroup_build, tc, flags, opts, cpp_path, cwd, syms, default=Built())
-    proc = _compile_with_prelude(tc, flags, [cpp_path, "-S", "-emit-llvm", "-o", ll], cwd,
-                                 header=frontend_of(opts).prelude)
-    uniform = uniform_job()
-    if proc.returncode != 0:
-        return proc
-    text = Path(ll).read_text()
-
-    def fallback(why: str) -> subprocess.CompletedProcess:
-        # The transform failed on this module (a bug, never the user's): build
-        # the library the plain way, every synchronising kernel on fibers.
-        if _workitem_debug():
-            import sys
-
-            print(f"metal-kernel: work-item loops off for this library: {why}", file=sys.stderr)
-        for k in kernels:
-            k.mode = "fibers"
-            k.streaming = False
-        return _pass2(tc, cpp_path, out_path, opts, kernels)
-
-    try:
-        result = workitem.transform(text, syms, uniform=uniform.symbols)
-    except Exception as e:  # noqa: BLE001
-        return fallback(f"{type(e).__name__}: {e}")
-    if result.force_inline:
-        # A helper that synchronises was not inlined into a per-thread
-        # function: inline it and optimise once more.
-        ll2 = os.path.join(cwd, "kernel.inl.ll")
-        Path(ll2).write_text(_force_inline(text, result.force_inline))
-        ll3 = os.path.join(cwd, "kernel.opt.ll")
-        p2 = subprocess.run(tc.cxx(ll2, opts.optimize, "-w", "-S", "-emit-llvm", "-o", ll3),
-                            capture_output=True, text=True, cwd=cwd)
-        if p2.returncode == 0:
-            try:
-                again = workitem.transform(Path(ll3).read_text(), syms, uniform=uniform.symbols)
-            except Exception:  # noqa: BLE001 - keep the first result
-                again = result
-            if sum(m == "workitem-loops" for m in again.modes.values()) > \
-                    sum(m == "workitem-loops" for m in result.modes.values()):
-                result = again
-    wi_ll = os.path.join(cwd, "kernel.wi.ll")
-    for k in kernels:
-        k.mode = result.modes.get(k.symbol, "fibers")
-        k.whole_simdgroup = k.mode == "workitem-loops" and k.symbol in uniform.symbols
-    Path(wi_ll).write_text(_add_streaming(result.text, kernels, _streamable(kernels)))
-    codegen = [*_codegen_flags(opts), *workitem.CODEGEN_FLAGS]
-    if not any(k.mode == "workitem-loops" for k in kernels):
-        # Nothing was cut (e.g. a header mentions simd functions no kernel
-        # calls): the IR is optimised already, code generation only.
-        codegen += ["-Xclang", "-disable-llvm-passes"]
-    proc = _compile_and_link(tc, [*codegen, wi_ll], out_path, cwd, uniform.objects)
-    if proc.returncode != 0 and uniform.objects:
-        # A bug of the whole-simdgroup build, never the user's: link without
-        # it (its functions are weak references, null when absent).
-        for k in kernels:
-            k.whole_simdgroup = False
-        proc = _compile_and_link(tc, [*codegen, wi_ll], out_path, cwd)
-    if proc.returncode != 0:
-        return fallback("clang rejected the transformed IR:\n" + proc.stderr[:4000])
-    if _workitem_debug():
-        import sys
-
-        for k in kernels:
-            why = result.reasons.get(k.symbol)
-            print(f"metal-kernel: kernel {k.host_name}: {result.modes.get(k.symbol)}"
-                  + (f" ({why})" if why else ""), file=sys.stderr)
-    return proc
-
-
-def _background(fn, *args, default=None):
-    """Runs fn(*args) in a thread (its time is in subprocesses); the returned
-    function waits for the result (`default` if fn raised)."""
-    import threading
-
-    out = []
-
-    def run():
-        try:
-            out.append(fn(*args))
-        except Exception:  # noqa: BLE001 - the caller gets the default
-            pass
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-
-    def wait():
-        t.join()
-        return out[0] if out else default
-    return wait
-
-
-def _whole_simdgroup_build(tc: Toolchain, flags: list[str], opts: CompileOptions, cpp_path: str, cwd: str,
-                           syms: list[int]):
-    """The library's kernels that may run once per simdgroup, built with the
-    whole-matrix simdgroup_matrix (runtime/simdgroup_uniform.py): their
-    symbols and the object to link. Nothing when the library multiplies no
-    simdgroup matrices, or when anything on the way fails."""
-    from . import simdgroup_uniform as sgu
-
-    none = sgu.Built()
-    if not sgu.uses_matrices(Path(cpp_path).read_text()):
-        return none
-    ll = os.path.join(cwd, "kernel.sgu.ll")
-    proc = _compile_with_prelude(tc, [*flags, sgu.DEFINE_FLAG], [cpp_path, "-S", "-emit-llvm", "-o", ll], cwd,
-                                 header=frontend_of(opts).prelude)
-    if proc.returncode != 0:
-        if _workitem_debug():
-            print(f"metal-kernel: no whole-simdgroup build: {proc.stderr[:2000]}", file=sys.stderr)
-        return none
-    try:
-        sel = sgu.select(Path(ll).read_text(), syms)
-    except Exception as e:  # noqa: BLE001 - a surprise in the IR: without it
-        if _workitem_debug():
-            print(f"metal-kernel: no whole-simdgroup build: {type(e).__name__}: {e}", file=sys.stderr)
-        return none
-    if _workitem_debug():
-        for s, why in sorted(sel.reasons.items()):
-            print(f"metal-kernel: kernel {s} runs per lane: {why}", file=sys.stderr)
-    if not sel.symbols:
-        return none
-    ll2 = os.path.join(cwd, "kernel.sgu.internal.ll")
-    Path(ll2).write_text(sel.text)
-    obj = os.path.join(cwd, "kernel.sgu.o")
-    proc = subprocess.run(tc.cxx(*_codegen_flags(opts), ll2, "-c", "-o", obj), capture_output=True, text=True,
-                          cwd=cwd)
-    if proc.returncode != 0:
-        if _workitem_debug():
-            print(f"metal-kernel: whole-simdgroup module rejected: {proc.stderr[:2000]}", file=sys.stderr)
-        return none
-    return sgu.Built(sel.symbols, (obj,))
-
-
-def _build(pp: str, fcs: dict, opts: CompileOptions, tc: Toolchain, tmp: str, so: Path,
+def _build(pp: str, opts: CompileOptions, tc: Toolchain, tmp: str, objects: Path, key: str,
            source: str) -> dict:
-    if opts.checked:
+    fe = frontend_of(opts)
+    rw = fe.rewrite(pp, dict(opts.function_constants))
+    ctx = _context(tc, opts, objects, tmp)
+    lazy = len(rw.kernels) > EAGER_KERNELS and not fe.single_library
+    if opts.checked and not lazy:
+        # The checked build (metal_kernel.check) of a small file: every kernel at once.
         from ..check.build import build_checked
 
-        return build_checked(pp, fcs, opts, tc, tmp, str(so), source)
-    cpp_path = os.path.join(tmp, "kernel.cpp")
-    out_tmp = os.path.join(tmp, "kernel.so")
-    tg_known = True
-    fe = frontend_of(opts)
-    synchronises = bool(fe.sync_words.search(pp))
-    use_wi = synchronises and workitem_enabled() and opts.optimize not in ("-O0",)
-
-    def compile_(res):
-        Path(cpp_path).write_text(res.text)
-        if use_wi:
-            return _pass2_workitem(tc, cpp_path, out_tmp, opts, res.kernels)
-        for k in res.kernels:
-            k.mode = "fibers" if synchronises else "direct"
-        return _pass2(tc, cpp_path, out_tmp, opts, res.kernels)
-
-    result = fe.rewrite(pp, fcs, True, use_wi)
-    proc = compile_(result)
-    if proc.returncode != 0 and any(e.has_tg_size for e in result.kernels):
-        # The threadgroup-size helpers could not see a name local to a kernel
-        # body; build without them (sizes are then measured at run time).
-        retry = fe.rewrite(pp, fcs, False, use_wi)
-        proc2 = compile_(retry)
-        if proc2.returncode == 0:
-            result, proc, tg_known = retry, proc2, False
-    if proc.returncode != 0:
-        raise _compile_error(proc.stderr, opts, source, tmp)
-    os.replace(out_tmp, so)
-    return {"kernels": _entries_to_json(result.kernels), "tg_sizes_known": tg_known}
+        meta = build_checked(ctx, rw, opts, source, os.path.join(tmp, key))
+        _publish(tmp, key, objects)
+        return meta
+    if lazy:  # checked or not, kernel by kernel on first use (CompiledLibrary.built)
+        failed = pass2.syntax_check(ctx, rw.check_source())
+        if failed is not None:
+            raise _error(failed.stderr, opts, source, tmp, rw)
+        _atomic_write(objects / f"{key}.pp", pp.encode())
+        return {"kernels": _entries_to_json(rw.kernels), "lazy": True}
+    build = pass2.build_single if fe.single_library else pass2.build_unit
+    try:
+        kernels = build(ctx, rw, [k.symbol for k in rw.kernels], os.path.join(tmp, key))
+    except pass2.BuildError as e:
+        raise _error(e.proc.stderr, opts, source, tmp, rw) from None
+    _publish(tmp, key, objects)
+    return {"kernels": _entries_to_json(kernels), "lazy": False,
+            "main_object": f"{key}.so" if fe.single_library else ""}
 
 
 def build_runtime_library() -> str:
     """The scheduler library (src/mkrt.cpp), built once per version."""
     tc = find_toolchain()
     base = cache_dir()
-    key = _sha("runtime", runtime_version(), tc.identity, cpu_identity())
+    key = _sha("runtime", runtime_version(), tc.identity, _cpu_model())
     so = base / "objects" / f"mkrt-{key}.so"
     if so.exists():
         return str(so)
     with tempfile.TemporaryDirectory(prefix="mk-build-", dir=base) as tmp:
         out = os.path.join(tmp, "mkrt.so")
+        obj = out + ".o"
         args = ["-x", "c++", "-std=c++17", "-O2", "-fPIC", "-pthread", "-fno-omit-frame-pointer",
-                "-fno-exceptions", "-fno-rtti", "-g0", "-I", str(INCLUDE_DIR), str(RUNTIME_SOURCE)]
-        proc = _compile_and_link(tc, args, out, tmp)
+                "-fno-exceptions", "-fno-rtti", "-g0", "-I", str(INCLUDE_DIR), str(RUNTIME_SOURCE), "-c", "-o", obj]
+        proc = subprocess.run(tc.cxx(*args), capture_output=True, text=True, cwd=tmp)
+        if proc.returncode == 0:
+            proc = subprocess.run(tc.link_shared(obj, out), capture_output=True, text=True, cwd=tmp)
         if proc.returncode != 0:
             raise RuntimeError("metal-kernel could not build its runtime library:\n" + proc.stderr)
         os.replace(out, so)
@@ -774,9 +570,9 @@ def build_runtime_library() -> str:
 FRONTENDS["metal"] = Frontend(
     name="metal",
     pass1_args=_metal_pass1_args,
-    rewrite=lambda pp, fcs, tg_helpers, workitem: rewrite(pp, fcs, tg_helpers=tg_helpers, workitem=workitem),
-    prelude=PRELUDE,
-    sync_words=_SYNC_WORDS,
+    rewrite=rewrite,
+    prelude=pass2.PRELUDE,
+    extra_includes=(pass2.BINDING,),  # the parameter descriptions the binding checks read
     # A buffer's vectors may sit at any 4-byte boundary (Apple GPUs tolerate
     # a float4 at a float's alignment; ggml/candle rely on it): accesses
     # through pointers assume at most 4-byte alignment, so x86 never gets an

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import itertools
 import os
-import struct
 import threading
+import warnings
 from collections.abc import Mapping, Sequence
 
+from .binding import BindingWarning, Bound, ParamType, array_extent, bind, is_ndarray, is_tensor, parse_casts  # noqa: F401
 from .compiler import CompiledLibrary, CompileOptions, compile_library, math_mode, streaming_setting
+from . import store_guard
 from .errors import KernelError, KernelTimeout
 from .native import (DISPATCH_COALESCE, DISPATCH_NEVER_SYNCS, DISPATCH_NO_FIBER, WORKITEM_MAX_BUFFERS,
                      WORKITEM_MAX_TG_BUFFERS, ErrorInfo, Launch, U3, load_kernel_library, runtime)
@@ -18,108 +21,7 @@ from .rewriter import KernelEntry
 
 MAX_THREADS_PER_THREADGROUP = 1024
 THREAD_EXECUTION_WIDTH = 32
-
-# arg_casts names (torch's) -> struct format
-_CASTS = {
-    "fp16": "e", "float16": "e", "half": "e",
-    "bf16": "bf16", "bfloat16": "bf16",
-    "fp32": "f", "float32": "f", "float": "f",
-    "int64": "q", "long": "q",
-    "int32": "i", "int": "i",
-    "int16": "h", "short": "h",
-    "int8": "b", "char": "b",
-    "uint8": "B", "uchar": "B",
-    "bool": "?",
-}
-
-
-def _bf16_bytes(value: float) -> bytes:
-    bits = struct.unpack("<I", struct.pack("<f", value))[0]
-    if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:  # NaN stays NaN
-        return struct.pack("<H", (bits >> 16) | 0x40)
-    bits += 0x7FFF + ((bits >> 16) & 1)  # round to nearest even
-    return struct.pack("<H", (bits >> 16) & 0xFFFF)
-
-
-def _pack(values: Sequence, fmt: str) -> bytes:
-    if fmt == "bf16":
-        return b"".join(_bf16_bytes(float(v)) for v in values)
-    return struct.pack("<" + fmt * len(values), *values)
-
-
-def _cast_name(c) -> str:
-    name = str(c).replace("torch.", "")
-    if name not in _CASTS:
-        raise ValueError(f"unknown arg_casts type {c!r}; use one of {', '.join(sorted(_CASTS))}")
-    return _CASTS[name]
-
-
-class _Bound:
-    """Addresses and sizes of one call's arguments, kept alive for the call."""
-
-    def __init__(self):
-        self.keep = []
-        self.ptrs: list[int] = []
-        self.sizes: list[int] = []
-        self.names: list[str] = []
-
-    def add_bytes(self, data: bytes, what: str):
-        buf = ctypes.create_string_buffer(data, max(len(data), 1))
-        self.keep.append(buf)
-        self.ptrs.append(ctypes.addressof(buf))
-        self.sizes.append(len(data))
-        self.names.append(what)
-
-
-def _tensor_binding(t, index: int, kernel: str):
-    import torch
-
-    if t.device.type != "cpu":
-        raise TypeError(f"kernel '{kernel}': argument {index} is on {t.device}; "
-                        "metal-kernel runs on CPU tensors (use .cpu())")
-    if t.layout != torch.strided:
-        raise TypeError(f"kernel '{kernel}': argument {index} has layout {t.layout}; only strided tensors bind to buffers")
-    if t.dtype in (torch.float64, torch.complex128):
-        raise TypeError(
-            f"kernel '{kernel}': argument {index} is {t.dtype}, which Metal does not support "
-            "(Apple GPUs have no 64-bit floating point); convert it to float32"
-        )
-    if t.is_quantized:
-        raise TypeError(f"kernel '{kernel}': argument {index} is a quantized tensor; not supported")
-    storage = t.untyped_storage()
-    start = storage.data_ptr()
-    ptr = t.data_ptr() if t.numel() else start + t.storage_offset() * t.element_size()
-    return ptr, start + storage.nbytes() - ptr
-
-
-def _numpy_binding(a, index: int, kernel: str):
-    import numpy as np
-
-    if a.dtype == np.float64 or a.dtype == np.complex128:
-        raise TypeError(
-            f"kernel '{kernel}': argument {index} is a {a.dtype} array, which Metal does not "
-            "support (no 64-bit floating point); convert it with .astype(np.float32)"
-        )
-    return array_extent(a, f"kernel '{kernel}': argument {index}")
-
-
-def array_extent(a, what: str):
-    """A numpy array's address and the bytes from there to the end of its
-    underlying allocation."""
-    import numpy as np
-
-    if a.dtype.hasobject:
-        raise TypeError(f"{what} is an object array; not bindable")
-    root = a
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    try:
-        from numpy.lib.array_utils import byte_bounds
-    except ImportError:  # numpy < 2
-        byte_bounds = np.byte_bounds
-    lo, hi = byte_bounds(root)
-    ptr = a.__array_interface__["data"][0]
-    return ptr, hi - ptr
+THREADGROUP_MEMORY_BYTES = 32 << 10  # Apple GPUs: 32 KiB per threadgroup
 
 
 # A dispatch interceptor (metal_kernel.check installs one while checking):
@@ -158,18 +60,22 @@ class Kernel:
 
     dispatch_flags = 0  # MK_DISPATCH_* added to every dispatch (CUDA kernels: DISPATCH_CUDA)
 
-    def __init__(self, library: "Library", entry: KernelEntry, fn, sizes, tg_mem, fiber_fn=None,
-                 stream_fn=None):
+    def __init__(self, library: "Library", entry: KernelEntry, fn, sizes, param_types, fiber_fn=None,
+                 stream_fn=None, cdll: ctypes.CDLL | None = None):
         self._library = library
+        self._cdll = cdll  # the loaded library holding this kernel's entry points
         self._entry = entry
         self._fn = fn
         self._stream_fn = stream_fn  # direct kernels: the variant with non-temporal stores
         self._fiber_fn = fiber_fn  # work-item kernels: the fiber entry, to name a faulting thread
         self._needed = sizes  # buffer index -> bytes a `constant T&` reads
+        # buffer index -> (parameter name, its type from the compiled code)
+        self._buffers = {p.index: (p.name, t) for p, t in zip(entry.params, param_types) if p.kind == "buffer"}
         self.name = entry.host_name
         self.max_threads_per_threadgroup = min(entry.max_threads, MAX_THREADS_PER_THREADGROUP)
         self.thread_execution_width = THREAD_EXECUTION_WIDTH
-        self._static_tg = tg_mem
+        self._static_tg = entry.tg_bytes
+        self._store_facts: dict | None = None  # runtime/store_guard.py: loaded on first need
 
     @property
     def execution_mode(self) -> str:
@@ -204,81 +110,15 @@ class Kernel:
         return f"<metal_kernel.Kernel {self.name}>"
 
     # ------------------------------------------------------------ binding --
-    def _bind(self, args, arg_casts) -> _Bound:
-        b = _Bound()
-        casts = {}
-        if isinstance(arg_casts, Mapping):
-            casts = {int(k): _cast_name(v) for k, v in arg_casts.items()}
-        elif arg_casts is not None:
-            c = _cast_name(arg_casts)
-            casts = {i: c for i in range(len(args))}
-        for i, a in enumerate(args):
-            self._bind_one(b, i, a, casts.get(i))
+    def _bind(self, args, arg_casts) -> Bound:
+        b = bind(self.name, args, parse_casts(arg_casts, len(args)), self._buffers)
+        if self._buffers and len(args) > max(self._buffers) + 1:
+            warnings.warn(f"kernel '{self.name}' reads buffers up to index {max(self._buffers)} but was called "
+                          f"with {len(args)} arguments; the last {len(args) - max(self._buffers) - 1} are ignored",
+                          BindingWarning, stacklevel=3)
         return b
 
-    def _bind_one(self, b: _Bound, i: int, a, cast):
-        kernel = self.name
-        mod = type(a).__module__
-        if _is_tensor(a):  # Tensor, Parameter and other subclasses
-            ptr, size = _tensor_binding(a, i, kernel)
-            b.keep.append(a)
-            b.ptrs.append(ptr)
-            b.sizes.append(size)
-            b.names.append(f"tensor {tuple(a.shape)} {a.dtype}")
-            return
-        if _is_ndarray(a):
-            ptr, size = _numpy_binding(a, i, kernel)
-            b.keep.append(a)
-            b.ptrs.append(ptr)
-            b.sizes.append(size)
-            b.names.append(f"array {a.shape} {a.dtype}")
-            return
-        if isinstance(a, bool):
-            b.add_bytes(_pack([a], cast or "q"), "bool")
-            return
-        if isinstance(a, int):
-            try:
-                b.add_bytes(_pack([a], cast or "q"), "int")
-            except struct.error as e:
-                raise ValueError(f"kernel '{kernel}': argument {i} ({a}) does not fit: {e}") from None
-            return
-        if isinstance(a, float):
-            b.add_bytes(_pack([a], cast or "f"), "float")
-            return
-        if mod == "numpy" and hasattr(a, "dtype") and hasattr(a, "tobytes"):  # numpy scalar
-            b.add_bytes(a.tobytes(), f"{a.dtype} scalar")
-            return
-        if isinstance(a, (list, tuple)):
-            if not a:
-                raise ValueError(f"kernel '{kernel}': argument {i} is an empty list")
-            if all(isinstance(x, int) for x in a):
-                fmt = cast or "q"
-            elif all(isinstance(x, (int, float)) for x in a):
-                fmt = cast or "f"
-            else:
-                raise TypeError(f"kernel '{kernel}': argument {i}: lists must hold only numbers")
-            b.add_bytes(_pack(a, fmt), f"list[{len(a)}]")
-            return
-        if isinstance(a, (bytes, bytearray, memoryview)):
-            b.add_bytes(bytes(a), f"bytes[{len(a)}]")
-            return
-        if isinstance(a, ctypes.Structure) or isinstance(a, ctypes.Array):
-            b.keep.append(a)
-            b.ptrs.append(ctypes.addressof(a))
-            b.sizes.append(ctypes.sizeof(a))
-            b.names.append(type(a).__name__)
-            return
-        if a is None:
-            b.ptrs.append(0)
-            b.sizes.append(0)
-            b.names.append("None")
-            return
-        raise TypeError(
-            f"kernel '{kernel}': argument {i} has type {type(a).__name__}; pass a tensor, a numpy "
-            "array, an int, a float, a list of numbers, bytes or a ctypes structure"
-        )
-
-    def _check_buffers(self, b: _Bound):
+    def _check_buffers(self, b: Bound):
         for p in self._entry.params:
             if p.kind != "buffer":
                 continue
@@ -304,7 +144,7 @@ class Kernel:
         with KernelTimeout; Ctrl-C stops it with KeyboardInterrupt."""
         b = self._bind(args, arg_casts)
         self._check_buffers(b)
-        grid, group, ngroups = self._geometry(args, threads, group_size, threadgroups)
+        grid, group, ngroups = self._geometry(args, b, threads, group_size, threadgroups)
         timeout_ms = self._timeout_ms(timeout)
         if 0 in grid:
             return None
@@ -337,7 +177,7 @@ class Kernel:
             return 0  # no limit
         return min(max(1, round(seconds * 1000)), 10**12)  # ~30 years; the runtime counts ns in 64 bits
 
-    def _geometry(self, args, threads, group_size, threadgroups):
+    def _geometry(self, args, b: Bound, threads, group_size, threadgroups):
         def as3(v, what):
             if isinstance(v, int):
                 v = [v]
@@ -356,12 +196,20 @@ class Kernel:
             grid = [n * g for n, g in zip(ng, group)]
         else:
             if threads is None:
-                first = next((a for a in args if _is_tensor(a) or _is_ndarray(a)), None)
+                first = next((a for a in args if is_tensor(a) or is_ndarray(a)), None)
                 if first is None:
                     raise ValueError(
                         f"kernel '{self.name}': threads= is required when no tensor is passed"
                     )
-                threads = int(first.numel() if _is_tensor(first) else first.size)
+                threads = int(first.numel() if is_tensor(first) else first.size)
+                index = next(i for i, a in enumerate(args) if a is first)
+                item = first.element_size() if is_tensor(first) else first.itemsize
+                if threads * item > b.sizes[index]:
+                    raise ValueError(
+                        f"kernel '{self.name}': threads= defaults to the {threads} elements of argument {index}, "
+                        f"but its memory holds only {b.sizes[index] // max(item, 1)} (an expanded or broadcast "
+                        "view): pass threads= explicitly, or a contiguous tensor"
+                    )
             grid, dims = as3(threads, "threads")
             if group_size is None:
                 group = [min(grid[0], self.max_threads_per_threadgroup) or 1, 1, 1]
@@ -385,17 +233,45 @@ class Kernel:
             raise ValueError(f"kernel '{self.name}': grid {grid} exceeds 2^32 threads per dimension")
         return grid, group, ng
 
-    def _launch(self, b: _Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0):
+    def _launch(self, b: Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0):
+        """Runs a dispatch with bounds-checked stores (runtime/store_guard.py):
+        as it is when its stores are proven in bounds, else on fenced copies
+        of the buffers it writes."""
+        if store_guard.enabled():
+            fence = store_guard.guard_needed(self, b, grid, group, ngroups)
+            if fence:
+                store_guard.run_fenced(self, b, fence, lambda fb: self._launch_unguarded(
+                    fb, grid, group, ngroups, threadgroup_memory, timeout_ms))
+                return
+        self._launch_unguarded(b, grid, group, ngroups, threadgroup_memory, timeout_ms)
+
+    def _launch_unguarded(self, b: Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0):
         launch = self._launch_struct(b, grid, group, ngroups, threadgroup_memory)
         self._run(launch, b, timeout_ms)
 
-    def _launch_struct(self, b: _Bound, grid, group, ngroups, threadgroup_memory) -> Launch:
+    def _load_store_facts(self) -> dict:
+        """The facts that prove this kernel's stores in bounds (compiled
+        once, cached on disk); never raises: a kernel without them is
+        fenced whenever it writes."""
+        if self._store_facts is None:
+            try:
+                self._store_facts = self._library._compiled.store_facts(self._entry.symbol)
+            except Exception as e:  # noqa: BLE001 - a bug of the analysis: fence, never fail the dispatch
+                self._store_facts = {"writes_unknown": True, "why": f"{type(e).__name__}: {e}"}
+        return self._store_facts
+
+    def _launch_struct(self, b: Bound, grid, group, ngroups, threadgroup_memory) -> Launch:
         """The dispatch's Launch record (its arrays are kept on it)."""
         n = len(b.ptrs)
         ptrs = (ctypes.c_void_p * max(n, 1))(*b.ptrs)
         sizes = (ctypes.c_uint64 * max(n, 1))(*b.sizes)
         tg_sizes = []
         wanted = sorted({p.index for p in self._entry.params if p.kind == "threadgroup"})
+        if (self._static_tg or 0) > THREADGROUP_MEMORY_BYTES:
+            # Metal refuses to make a pipeline of such a kernel.
+            raise KernelError(f"kernel '{self.name}' ({self._entry.file}:{self._entry.line}) declares "
+                              f"{self._static_tg} bytes of threadgroup memory; Apple GPUs have "
+                              f"{THREADGROUP_MEMORY_BYTES} bytes (32 KiB) per threadgroup", kernel=self.name)
         if wanted:
             tm = threadgroup_memory or {}
             if isinstance(tm, (list, tuple)):
@@ -407,6 +283,16 @@ class Kernel:
                     "in bytes with threadgroup_memory={index: nbytes}"
                 )
             tg_sizes = [int(tm.get(i, 0)) for i in range(max(wanted) + 1)]
+            if any(x < 0 for x in tg_sizes):
+                raise ValueError(f"kernel '{self.name}': threadgroup_memory sizes must not be negative: {tg_sizes}")
+            total = sum(tg_sizes) + (self._static_tg or 0)
+            if total > THREADGROUP_MEMORY_BYTES:
+                declared = f"{self._static_tg} bytes declared in the kernel + " if self._static_tg else ""
+                raise ValueError(
+                    f"kernel '{self.name}' would use {total} bytes of threadgroup memory ({declared}"
+                    f"{sum(tg_sizes)} bytes from threadgroup_memory=); Apple GPUs have "
+                    f"{THREADGROUP_MEMORY_BYTES} bytes (32 KiB) per threadgroup"
+                )
         tgs = (ctypes.c_uint32 * max(len(tg_sizes), 1))(*tg_sizes)
         launch = Launch(
             ctypes.cast(ptrs, ctypes.POINTER(ctypes.c_void_p)),
@@ -417,7 +303,7 @@ class Kernel:
         launch._keep = (ptrs, sizes, tgs)
         return launch
 
-    def _run(self, launch: Launch, b: _Bound, timeout_ms: int = 0, replay: bool = True):
+    def _run(self, launch: Launch, b: Bound, timeout_ms: int = 0, replay: bool = True):
         """Runs a dispatch; a failure raises KernelError (or KeyboardInterrupt).
         `replay`: after a fault in a loop that cannot name the thread, rerun
         the tracked entry to name it."""
@@ -446,12 +332,11 @@ class Kernel:
                 # exactly; keep the first error if the replay does not fail.
                 err2 = ErrorInfo()
                 if runtime().mkrt_dispatch(self._fiber_fn, ctypes.byref(launch), ctypes.byref(err2),
-                                           self.dispatch_flags,
-                                           timeout_ms) != 0 and err2.kind not in (_ERR_TIMEOUT, _ERR_INTERRUPTED):
+                                           self.dispatch_flags, timeout_ms) != 0 and err2.kind not in (_ERR_TIMEOUT, _ERR_INTERRUPTED):
                     err = err2
             raise self._error(err, b)
 
-    def _error(self, err: ErrorInfo, b: _Bound) -> KernelError:
+    def _error(self, err: ErrorInfo, b: Bound) -> KernelError:
         msg = err.message.decode(errors="replace")
         thread = list(err.thread) if err.thread[0] != _UNKNOWN else None
         group = list(err.group) if err.group[0] != _UNKNOWN else None
@@ -470,7 +355,7 @@ class Kernel:
                            address=err.address if err.kind == 1 else None)
 
 
-def _describe_address(addr: int, b: _Bound, entry: KernelEntry) -> str:
+def _describe_address(addr: int, b: Bound, entry: KernelEntry) -> str:
     names = {p.index: p.name for p in entry.params if p.kind == "buffer"}
     best = None
     for i, (ptr, size) in enumerate(zip(b.ptrs, b.sizes)):
@@ -485,13 +370,13 @@ def _describe_address(addr: int, b: _Bound, entry: KernelEntry) -> str:
     return best[1] if best else ""
 
 
-def _disjoint(b: _Bound) -> bool:
+def _disjoint(b: Bound) -> bool:
     """Whether no two buffers of a call share memory. The streaming variant
     writes around the cache only buffers the kernel never reads, as the
     kernel names them; the same tensor passed twice (`saxpy(y, x, y)`) is
     read and written all the same."""
     spans = sorted((p, p + n) for p, n in zip(b.ptrs, b.sizes) if p and n)
-    return all(end <= nxt for (_, end), (nxt, _) in zip(spans, spans[1:]))
+    return all(end <= nxt for (_, end), (nxt, _) in itertools.pairwise(spans))
 
 
 def _use_streaming_stores(buffer_bytes: int) -> bool:
@@ -527,17 +412,11 @@ def last_level_cache_bytes() -> int:
     return best or 32 << 20
 
 
-def _is_tensor(a) -> bool:
-    t = type(a)
-    return any(c.__module__.startswith("torch") and c.__name__ == "Tensor" for c in t.__mro__)
-
-
-def _is_ndarray(a) -> bool:
-    return type(a).__module__ == "numpy" and type(a).__name__ == "ndarray"
-
-
 class Library:
-    """What compile_shader returns: kernels as attributes, listed by dir()."""
+    """What compile_shader returns: kernels as attributes, listed by dir().
+
+    A large file's kernels are compiled on first use (runtime/compiler.py):
+    getting the attribute builds and loads that kernel."""
 
     kernel_class = Kernel
 
@@ -546,42 +425,83 @@ class Library:
         self._source: str | None = None  # set by load_library
         self._options: CompileOptions | None = None
         self._variants: dict = {}  # other builds of the same source (metal_kernel.check)
-        self._lib = load_kernel_library(compiled.path)
+        self._entries = {e.host_name: e for e in compiled.kernels}
+        self._loaded: dict[str, ctypes.CDLL] = {}  # object file -> library
         self._kernels: dict[str, Kernel] = {}
-        for e in compiled.kernels:
-            fn = ctypes.cast(getattr(self._lib, f"__mk_entry_{e.symbol}"), ctypes.c_void_p).value
-            fiber_fn = None  # the tracked entry, replayed after a fault to name the thread
-            stream_fn = None
-            if e.mode == "workitem-loops":
-                fiber_fn = fn
-                fn = ctypes.cast(getattr(self._lib, f"__mk_wientry_{e.symbol}"), ctypes.c_void_p).value
-            elif e.mode == "direct":
-                fiber_fn = fn
-                fn = ctypes.cast(getattr(self._lib, f"__mk_fast_{e.symbol}"), ctypes.c_void_p).value
-                if e.streaming:
-                    stream_fn = ctypes.cast(getattr(self._lib, f"__mk_stream_{e.symbol}"), ctypes.c_void_p).value
-            npairs = ctypes.c_uint64.in_dll(self._lib, f"__mk_sizes_{e.symbol}").value
-            arr = (ctypes.c_uint64 * (1 + 2 * npairs)).in_dll(self._lib, f"__mk_sizes_{e.symbol}")
-            sizes = {int(arr[1 + 2 * k]): int(arr[2 + 2 * k]) for k in range(npairs)}
-            try:
-                tg = int(ctypes.c_uint64.in_dll(self._lib, f"__mk_tgmem_{e.symbol}").value)
-            except ValueError:
-                tg = None if not e.has_tg_size and not compiled.tg_sizes_known else 0
-            self._kernels[e.host_name] = self.kernel_class(self, e, fn, sizes, tg, fiber_fn, stream_fn)
+        if not compiled.lazy:
+            for e in compiled.kernels:
+                self._kernels[e.host_name] = self._load(e)
+
+    def _load(self, e: KernelEntry) -> Kernel:
+        if not e.object:
+            e = self._built(e)
+        path = self._compiled.path(e)
+        lib = self._loaded.get(path)
+        if lib is None:
+            lib = self._loaded[path] = load_kernel_library(path)
+
+        def address(prefix: str) -> int:
+            return ctypes.cast(getattr(lib, f"{prefix}_{e.symbol}"), ctypes.c_void_p).value
+
+        fn = address("__mk_entry")
+        fiber_fn = None  # the tracked entry, replayed after a fault to name the thread
+        stream_fn = None
+        if e.mode == "workitem-loops":
+            fiber_fn, fn = fn, address("__mk_wientry")
+        elif e.mode == "direct":
+            fiber_fn, fn = fn, address("__mk_fast")
+            if e.streaming:
+                stream_fn = address("__mk_stream")
+        sizes = _table(lib, f"__mk_sizes_{e.symbol}", 2)
+        try:
+            codes = _table(lib, f"__mk_params_{e.symbol}", 1)
+        except ValueError:  # a front end that does not describe parameters (CUDA's binds its own way)
+            codes = []
+        return self.kernel_class(self, e, fn, {int(k): int(v) for k, v in sizes},
+                                 [ParamType.decode(int(c)) for (c,) in codes], fiber_fn, stream_fn, lib)
+
+    @property
+    def _lib(self) -> ctypes.CDLL:
+        """The library file of a library built as one (CUDA's: its program-scope
+        variables live there)."""
+        path = self._compiled.path_of(self._compiled.main_object)
+        if path not in self._loaded:
+            self._loaded[path] = load_kernel_library(path)
+        return self._loaded[path]
+
+    def _built(self, e: KernelEntry) -> KernelEntry:
+        return self._compiled.built(e.symbol)
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("_kernels", {})
         if name in kernels:
             return kernels[name]
+        entries = self.__dict__.get("_entries", {})
+        if name in entries:
+            try:
+                kernel = self._load(entries[name])
+            except OSError:
+                # A cached kernel library that no longer loads: rebuild it.
+                entries[name] = self._compiled.built(entries[name].symbol, rebuild=True)
+                kernel = self._load(entries[name])
+            kernels[name] = kernel
+            return kernel
         raise AttributeError(
-            f"no kernel named '{name}' in this library; it has: {', '.join(sorted(kernels)) or 'none'}"
+            f"no kernel named '{name}' in this library; it has: {', '.join(sorted(entries)) or 'none'}"
         )
 
     def __dir__(self):
-        return sorted(self._kernels)
+        return sorted(self._entries)
 
     def __repr__(self):
-        return f"<metal_kernel.Library kernels={sorted(self._kernels)}>"
+        return f"<metal_kernel.Library kernels={sorted(self._entries)}>"
+
+
+def _table(lib: ctypes.CDLL, name: str, width: int) -> list[tuple[int, ...]]:
+    """A generated `{count, rows...}` table of unsigned 64-bit values."""
+    count = ctypes.c_uint64.in_dll(lib, name).value
+    arr = (ctypes.c_uint64 * (1 + width * count)).in_dll(lib, name)
+    return [tuple(arr[1 + width * k + j] for j in range(width)) for k in range(count)]
 
 
 def compile_shader(source: str, *, include_dirs: Sequence[str] = (), defines: Mapping | None = None,

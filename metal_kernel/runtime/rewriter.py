@@ -3,57 +3,40 @@
 What changes (everything else is left to the C++ compiler):
 - Metal attributes `[[buffer(0)]]`, `[[thread_position_in_grid]]`,
   `[[host_name("x")]]`, ... are removed, after being recorded;
-- the `kernel` qualifier is removed; each kernel (and each `host_name`
-  instantiation of a kernel template) gets an entry point emitted right after
-  it, in the same scope, so that names resolve as they did for the kernel;
+- the `kernel` qualifier becomes `inline` (a kernel is compiled only into
+  the libraries that run it) and each kernel, or each `host_name`
+  instantiation of a kernel template, gets entry points (runtime/entries.py)
+  after it, in the same scope;
 - `threadgroup` storage declared in a function body becomes a reference to
   per-threadgroup memory handed out by the runtime;
-- function constants become `constexpr` values from the compile options;
-- floating literals without suffix get `f` (Metal has no double), `1.0h`
-  becomes a half; `double` is rejected.
+- kernel declarations are checked as Apple's compiler checks them
+  (runtime/signatures.py);
+- token-level rewrites (runtime/lexical.py): function constants become
+  `constexpr` values, floating literals get `f` (Metal has no double),
+  `#pragma unroll(N)` gets its macros expanded.
 
-Edits never add or remove newlines, so the preprocessor's line markers keep
-pointing every line (and every compiler diagnostic) at the user's source.
+Edits of the user's text never add or remove a newline, so the
+preprocessor's line markers keep every line (and every compiler diagnostic)
+on the user's source. Entry points go on lines of their own, under a line
+marker of their own (entries.GENERATED_FILE) and one restoring the user's
+numbering after them.
+
+A rewrite yields the C++ for any subset of the kernels (`RewriteResult.source`):
+kernels outside the subset get no entry points and their explicit
+instantiations are blanked, so clang generates code only for the kernels a
+library needs (runtime/compiler.py compiles large files kernel by kernel).
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .address_spaces import collapse as collapse_address_spaces
-from .errors import MetalCompileError
-from .lexer import LineMap, Token, tokenize
-
-# Thread attributes and how the entry point computes them from the
-# per-thread ids `t` and the run `r` (see mk/runtime.h).
-THREAD_ATTRIBUTES = {
-    "thread_position_in_grid": "t.thread_position_in_grid",
-    "thread_position_in_threadgroup": "t.thread_position_in_threadgroup",
-    "threadgroup_position_in_grid": "t.threadgroup_position_in_grid",
-    "threads_per_threadgroup": "t.threads_per_threadgroup",
-    "dispatch_threads_per_threadgroup": "r->launch->threads_per_threadgroup",
-    "threadgroups_per_grid": "r->launch->threadgroups_per_grid",
-    "threads_per_grid": "r->launch->threads_per_grid",
-    "grid_size": "r->launch->threads_per_grid",
-    "grid_origin": "::mk::u3{0u, 0u, 0u}",
-    "thread_index_in_threadgroup": "t.thread_index_in_threadgroup",
-    "thread_index_in_simdgroup": "(t.thread_index_in_threadgroup % 32u)",
-    "simdgroup_index_in_threadgroup": "(t.thread_index_in_threadgroup / 32u)",
-    "threads_per_simdgroup": "32u",
-    "thread_execution_width": "32u",
-    "simdgroups_per_threadgroup": "::mk::div_up(t.threads_per_threadgroup.x * "
-    "t.threads_per_threadgroup.y * t.threads_per_threadgroup.z, 32u)",
-    "dispatch_simdgroups_per_threadgroup": "::mk::div_up(r->launch->threads_per_threadgroup.x * "
-    "r->launch->threads_per_threadgroup.y * r->launch->threads_per_threadgroup.z, 32u)",
-    "thread_index_in_quadgroup": "(t.thread_index_in_threadgroup % 4u)",
-    "quadgroup_index_in_threadgroup": "(t.thread_index_in_threadgroup / 4u)",
-    "threads_per_quadgroup": "4u",
-    "quadgroups_per_threadgroup": "::mk::div_up(t.threads_per_threadgroup.x * "
-    "t.threads_per_threadgroup.y * t.threads_per_threadgroup.z, 4u)",
-    "dispatch_quadgroups_per_threadgroup": "::mk::div_up(r->launch->threads_per_threadgroup.x * "
-    "r->launch->threads_per_threadgroup.y * r->launch->threads_per_threadgroup.z, 4u)",
-}
+from .entries import EntrySpec, Param, check_code, entry_code, entry_position
+from .lexical import LexicalRewrites
+from .signatures import SignatureRules
+from .threadgroup import ThreadgroupStorage
 
 # Attributes C++ itself understands; every other [[...]] is Metal's.
 CXX_ATTRIBUTES = {
@@ -69,31 +52,16 @@ _DECL_KEYWORDS = {
     "signed", "uint", "ushort", "uchar", "ulong", "device", "constant", "thread", "threadgroup",
 }
 
-UNSUPPORTED_PARAMETER_ATTRIBUTES = {
-    "stage_in": "vertex/stage_in inputs are not supported in compute kernels here",
-    "texture": "textures are not supported yet",
-    "sampler": "samplers are not supported yet",
-}
-
-
-@dataclass
-class Param:
-    name: str
-    kind: str  # "buffer", "threadgroup", "attribute"
-    index: int = -1  # buffer / threadgroup index
-    attribute: str = ""  # thread attribute name
-
-
 @dataclass
 class KernelDef:
     name: str  # unqualified
+    qualified: str  # "::ns::name"
     params: list[Param]
     file: str
     line: int
-    template_header: str  # "" for non-templates
+    is_template: bool
     max_threads: int
-    tg_types: list[str] = field(default_factory=list)  # threadgroup storage types
-    tg_preamble: list[str] = field(default_factory=list)  # local constants they use
+    fn_type: str  # non-templates: "void(<parameters>)"
 
 
 @dataclass
@@ -104,9 +72,8 @@ class KernelEntry:
     file: str
     line: int
     max_threads: int
-    has_tg_size: bool
-    # "direct" (never synchronises), "workitem-loops" or "fibers"; set by
-    # the compiler (runtime/workitem.py decides between the last two).
+    # "direct" (never synchronises), "direct-tracked", "workitem-loops" or
+    # "fibers"; set by the compiler from the compiled code.
     mode: str = "fibers"
     # Direct kernels: whether the library has a __mk_stream_N variant with
     # non-temporal stores (runtime/streaming.py).
@@ -114,241 +81,105 @@ class KernelEntry:
     # Work-item kernels: whether full simdgroups run the kernel once each
     # with whole matrices (runtime/simdgroup_uniform.py).
     whole_simdgroup: bool = False
+    # Bytes of threadgroup memory the kernel declares in its body, read
+    # from the compiled code (None: not known, measured at run time).
+    tg_bytes: int | None = None
+    # The library file (in the cache's objects/) that holds its entry points.
+    object: str = ""
 
 
 @dataclass
 class RewriteResult:
+    """The rewritten text without entry points, and what to add per kernel."""
+
     text: str
     kernels: list[KernelEntry]
+    _edits: list[tuple[int, int, str]] = field(default_factory=list)
+    _specs: dict[int, EntrySpec] = field(default_factory=dict)
+    _entry_at: dict[int, tuple[int, str, str]] = field(default_factory=dict)  # offset, before, after
+    _instantiations: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def source(self, symbols: Iterable[int] | None = None, workitem: bool = False) -> str:
+        """C++ for the kernels `symbols` (all when None), with per-thread
+        functions for the work-item compiler when `workitem`. Explicit
+        instantiations of kernels are blanked: the entry points instantiate
+        what they call, and nothing else gets code."""
+        return self._render(symbols, lambda spec: entry_code(spec, workitem), keep_instantiations=False)
+
+    def check_source(self) -> str:
+        """C++ for a syntax check of the whole file: every instantiation, and
+        every kernel called as its entry points call it."""
+        return self._render(None, check_code, keep_instantiations=True)
+
+    def _render(self, symbols, code, keep_instantiations: bool) -> str:
+        wanted = set(self._specs) if symbols is None else set(symbols)
+        edits = list(self._edits)
+        for sym, spec in self._specs.items():
+            if sym in wanted:
+                at, before, after = self._entry_at[sym]
+                edits.append((at, at, before + code(spec) + after))
+            span = self._instantiations.get(sym)
+            if span and not keep_instantiations:
+                edits.append((span[0], span[1], _blank_text(self.text[span[0]:span[1]])))
+        return _apply(self.text, edits)
 
 
-class _Edits:
-    def __init__(self):
-        self.items: list[tuple[int, int, str]] = []
-
-    def replace(self, start: int, end: int, text: str):
-        self.items.append((start, end, text))
-
-    def insert(self, pos: int, text: str):
-        self.items.append((pos, pos, text))
-
-    def apply(self, text: str) -> str:
-        out = []
-        pos = 0
-        for start, end, repl in sorted(self.items, key=lambda e: (e[0], e[1])):
-            if start < pos:  # overlapping edit: the earlier one wins
-                continue
-            out.append(text[pos:start])
-            out.append(repl)
-            pos = end
-        out.append(text[pos:])
-        return "".join(out)
+def _blank_text(text: str) -> str:
+    """What replaces `text` when it is removed: its newlines, or one space."""
+    return "\n" * text.count("\n") or " "
 
 
-_FLOAT_DEC = re.compile(r"^(\d[\d']*\.?[\d']*|\.\d[\d']*)([eE][+-]?\d+)?([a-zA-Z]*)$")
-_FLOAT_HEX = re.compile(r"^(0[xX][0-9a-fA-F']*\.?[0-9a-fA-F']*[pP][+-]?\d+)([a-zA-Z]*)$")
+def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
+    out = []
+    pos = 0
+    for start, end, repl in sorted(edits, key=lambda e: (e[0], e[1])):
+        if start < pos:  # inside an edit already applied (a blanked statement): skip
+            continue
+        out.append(text[pos:start])
+        out.append(repl)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
-def _float_literal(text: str):
-    """(body, suffix) when `text` is a floating literal, else None."""
-    if text[:2] in ("0x", "0X"):
-        m = _FLOAT_HEX.match(text)
-        return (m.group(1), m.group(2)) if m else None
-    m = _FLOAT_DEC.match(text)
-    if not m:
-        return None
-    body, exp, suffix = m.group(1), m.group(2) or "", m.group(3)
-    if "." not in body and not exp:
-        return None
-    return body + exp, suffix
+class Rewriter(LexicalRewrites, SignatureRules, ThreadgroupStorage):
+    """Declarations: kernels, their instantiations and their entry points."""
 
-
-class Rewriter:
     def __init__(self, text: str, function_constants: dict | None = None):
-        self.text = text
-        self.toks: list[Token] = [t for t in tokenize(text) if t.kind != "marker"]
-        self.lines = LineMap(text)
-        self.edits = _Edits()
+        super().__init__(text)
         self.function_constants = function_constants or {}
         self.defs: dict[str, list[KernelDef]] = {}
         self.entries: list[KernelEntry] = []
+        self.specs: dict[int, EntrySpec] = {}
+        self.entry_at: dict[int, tuple[int, str, str]] = {}
+        self.instantiations: dict[int, tuple[int, int]] = {}
         self.tg_slot = 0
-        self.tg_helpers = True
-        self.workitem = False  # also emit per-thread functions (__mk_wi_<n>)
         self._fc_indices: dict[str, int] = {}
-
-    # ------------------------------------------------------------ helpers --
-    def where(self, i: int) -> tuple[str, int]:
-        return self.lines.locate(self.toks[i].start)
-
-    def error(self, i: int, message: str):
-        file, line = self.where(min(i, len(self.toks) - 1))
-        raise MetalCompileError(message, file=file, line=line)
-
-    def blank(self, i: int, j: int):
-        """Removes tokens i..j-1 (keeps line structure)."""
-        if i < j:
-            self.edits.replace(self.toks[i].start, self.toks[j - 1].end, " ")
-
-    def match_close(self, i: int) -> int:
-        """Index of the bracket closing the one at i."""
-        pairs = {"(": ")", "[": "]", "{": "}"}
-        open_, close = self.toks[i].text, pairs[self.toks[i].text]
-        depth = 0
-        for k in range(i, len(self.toks)):
-            t = self.toks[k].text
-            if t == open_:
-                depth += 1
-            elif t == close:
-                depth -= 1
-                if depth == 0:
-                    return k
-        self.error(i, f"unbalanced '{open_}'")
-
-    def match_angle(self, i: int) -> int:
-        """Index of the '>' closing the template argument list opened at i."""
-        depth = 0
-        k = i
-        while k < len(self.toks):
-            t = self.toks[k].text
-            if t in ("(", "[", "{"):
-                k = self.match_close(k)
-            elif t == "<":
-                depth += 1
-            elif t == ">":
-                depth -= 1
-                if depth == 0:
-                    return k
-            elif t == ">>":
-                depth -= 2
-                if depth <= 0:
-                    return k
-            elif t in (";", "}"):
-                break
-            k += 1
-        self.error(i, "unbalanced '<'")
-
-    def is_attr_open(self, i: int) -> bool:
-        return (
-            self.toks[i].text == "["
-            and i + 1 < len(self.toks)
-            and self.toks[i + 1].text == "["
-        )
-
-    def attribute_span(self, i: int):
-        """For `[[...]]` at i: (end index past ']]', list of (name, arg tokens))."""
-        close = self.match_close(i)
-        inner = self.toks[i + 2 : close - 1]
-        attrs = []
-        k = 0
-        while k < len(inner):
-            if inner[k].text == ",":
-                k += 1
-                continue
-            name = inner[k].text
-            k += 1
-            while k + 1 < len(inner) and inner[k].text == "::":
-                name += "::" + inner[k + 1].text
-                k += 2
-            args = []
-            if k < len(inner) and inner[k].text == "(":
-                depth = 0
-                while k < len(inner):
-                    if inner[k].text == "(":
-                        depth += 1
-                    elif inner[k].text == ")":
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    args.append(inner[k])
-                    k += 1
-                args = args[1:]
-                k += 1
-            attrs.append((name, args))
-        return close + 1, attrs
-
-    @staticmethod
-    def attr_int(args: list[Token]) -> int:
-        text = "".join(t.text for t in args).rstrip("uUlL")
-        try:
-            return int(text, 0)
-        except ValueError:
-            return -1
-
-    @staticmethod
-    def attr_string(args: list[Token]) -> str:
-        parts = []
-        for t in args:
-            if t.kind == "string":
-                body = t.text[t.text.index('"') + 1 : -1]
-                parts.append(body.encode().decode("unicode_escape"))
-        return "".join(parts)
-
-    def statement_start(self, i: int) -> int:
-        """First token of the statement/declaration containing token i."""
-        k = i - 1
-        while k >= 0 and self.toks[k].text not in (";", "{", "}"):
-            if self.toks[k].text in (")", "]"):
-                # skip back over a bracketed group
-                depth = 0
-                while k >= 0:
-                    if self.toks[k].text in (")", "]"):
-                        depth += 1
-                    elif self.toks[k].text in ("(", "["):
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    k -= 1
-            k -= 1
-        return k + 1
 
     # -------------------------------------------------------------- passes --
     def run(self) -> RewriteResult:
+        self.scan_directives()
         self.scan_literals_and_types()
         self.scan_declarations()
         self.scan_function_constant_queries()
-        self.edits.insert(
-            len(self.text),
-            '\nextern "C" __attribute__((visibility("default"))) '
-            "const ::mk::RuntimeApi* __mk_rt = nullptr;\n",
-        )
-        return RewriteResult(self.edits.apply(self.text), self.entries)
-
-    def scan_literals_and_types(self):
-        for i, t in enumerate(self.toks):
-            if t.kind == "ident" and t.text == "double":
-                self.error(
-                    i,
-                    "'double' is not supported in Metal (Apple GPUs have no 64-bit "
-                    "floating point); use float",
-                )
-            if t.kind == "number":
-                fl = _float_literal(t.text)
-                if fl is None:
-                    continue
-                body, suffix = fl
-                if suffix == "":
-                    self.edits.replace(t.start, t.end, body + "f")
-                elif suffix in ("h", "H"):
-                    self.edits.replace(t.start, t.end, f"((half){body}f)")
-                elif suffix in ("bf", "BF"):
-                    self.edits.replace(t.start, t.end, f"((bfloat){body}f)")
-                elif suffix in ("l", "L"):
-                    self.error(i, "long double literals are not supported in Metal")
+        self.replace(len(self.text), len(self.text),
+                     '\nextern "C" __attribute__((visibility("default"))) const ::mk::RuntimeApi* __mk_rt = nullptr;\n')
+        return RewriteResult(self.text, self.entries, self.edits, self.specs, self.entry_at, self.instantiations)
 
     def scan_declarations(self):
         """Walks scopes: namespaces, function bodies, kernels, instantiations."""
         toks = self.toks
-        # Stack of scope kinds for open braces: "ns" (namespace/class/extern)
-        # or "body" (function body or any block inside one).
-        scopes: list[str] = []
+        # Open braces: ("ns", name) for a namespace (name "" when anonymous),
+        # ("other", "") for classes and extern blocks, ("body", "") for a
+        # function body or any block inside one.
+        scopes: list[tuple[str, str]] = []
         i = 0
         n = len(toks)
         while i < n:
             t = toks[i]
-            in_body = "body" in scopes
+            in_body = any(s[0] == "body" for s in scopes)
             if t.text == "{":
-                scopes.append("body" if in_body else self.brace_kind(i))
+                scopes.append(("body", "") if in_body else self.brace_kind(i))
                 i += 1
                 continue
             if t.text == "}":
@@ -356,6 +187,7 @@ class Rewriter:
                     scopes.pop()
                 i += 1
                 continue
+            self._namespace = "::".join(s[1] for s in scopes if s[0] == "ns" and s[1])
             if self.is_attr_open(i):
                 i = self.handle_attribute(i, in_body)
                 continue
@@ -376,122 +208,51 @@ class Rewriter:
                 continue
             i += 1
 
-    def scan_function_constant_queries(self):
-        """`is_function_constant_defined(x)` -> true/false (after declarations are known)."""
-        toks = self.toks
-        for i, t in enumerate(toks):
-            if t.text == "is_function_constant_defined" and i + 1 < len(toks) and toks[i + 1].text == "(":
-                close = self.match_close(i + 1)
-                name = "".join(x.text for x in toks[i + 2 : close])
-                defined = name in self.function_constants or (
-                    name in self._fc_indices and self._fc_indices[name] in self.function_constants
-                )
-                self.edits.replace(t.start, toks[close].end, "true" if defined else "false")
+    _namespace = ""
 
-    def brace_kind(self, i: int) -> str:
+    def brace_kind(self, i: int) -> tuple[str, str]:
         start = self.statement_start(i)
         words = [t.text for t in self.toks[start:i]]
-        if "namespace" in words or (words and words[0] == "extern" and len(words) <= 2):
-            return "ns"
+        if "namespace" in words:
+            after = words[words.index("namespace") + 1:]
+            return ("ns", "".join(w for w in after if w not in ("inline",)))
+        if words and words[0] == "extern" and len(words) <= 2:
+            return ("other", "")
         if any(w in ("struct", "class", "union", "enum") for w in words) and "(" not in words:
-            return "ns"
+            return ("other", "")
         if words and words[-1] == "=" or (words and words[-1] in (",", "(")):
-            return "init"
+            return ("init", "")
         if "(" in words or (words and words[-1] in ("const", "noexcept", "override", "final")):
-            return "body"
+            return ("body", "")
         if "=" in words:
-            return "init"
-        return "ns"
+            return ("init", "")
+        return ("other", "")
 
     def handle_attribute(self, i: int, in_body: bool) -> int:
         end, attrs = self.attribute_span(i)
         names = [a[0] for a in attrs]
         if all(n in CXX_ATTRIBUTES or "::" in n for n in names):
             return end
-        self.blank(i, end)
         if "kernel" in names and not in_body:
             # `[[kernel]] void f(...)` (MLX spelling)
-            return self.handle_kernel(i, attr_form=True, after=end)
+            return self.handle_kernel(i, attr_end=end)
+        self.blank(i, end)
         return end
 
     # ------------------------------------------------------------- kernels --
-    def split_params(self, open_i: int, close_i: int) -> list[tuple[int, int]]:
-        parts = []
-        start = open_i + 1
-        k = start
-        angle = 0
-        while k < close_i:
-            t = self.toks[k].text
-            if t in ("(", "[", "{"):
-                k = self.match_close(k)
-            elif t == "<" and k > start and self.toks[k - 1].kind == "ident":
-                angle += 1
-            elif t == ">" and angle > 0:
-                angle -= 1
-            elif t == ">>" and angle > 0:
-                angle = max(0, angle - 2)
-            elif t == "," and angle == 0:
-                parts.append((start, k))
-                start = k + 1
-            k += 1
-        if start < close_i:
-            parts.append((start, close_i))
-        return parts
-
-    def parse_params(self, open_i: int, close_i: int, kernel_name: str) -> list[Param]:
-        params: list[Param] = []
-        explicit = set()
-        pending = []
-        for a, b in self.split_params(open_i, close_i):
-            attrs = []
-            name = ""
-            k = a
-            while k < b:
-                if self.is_attr_open(k):
-                    end, got = self.attribute_span(k)
-                    attrs.extend(got)
-                    k = end
-                    continue
-                if self.toks[k].kind == "ident":
-                    name = self.toks[k].text
-                k += 1
-            p = Param(name=name, kind="buffer")
-            for aname, args in attrs:
-                if aname == "buffer":
-                    p.index = self.attr_int(args)
-                    explicit.add(p.index)
-                elif aname == "threadgroup":
-                    p.kind, p.index = "threadgroup", self.attr_int(args)
-                elif aname in THREAD_ATTRIBUTES:
-                    p.kind, p.attribute = "attribute", aname
-                elif aname in UNSUPPORTED_PARAMETER_ATTRIBUTES:
-                    self.error(a, f"kernel '{kernel_name}': parameter '{name}': "
-                               + UNSUPPORTED_PARAMETER_ATTRIBUTES[aname])
-                elif aname in ("function_constant",):
-                    pass
-                else:
-                    self.error(a, f"kernel '{kernel_name}': parameter '{name}' has "
-                               f"an attribute this runtime does not know: [[{aname}]]")
-            if p.kind == "buffer" and p.index < 0:
-                pending.append(p)
-            params.append(p)
-        # Buffers without [[buffer(n)]] take the free indices in order.
-        nxt = 0
-        for p in pending:
-            while nxt in explicit:
-                nxt += 1
-            p.index = nxt
-            explicit.add(nxt)
-        return params
-
-    def handle_kernel(self, i: int, attr_form: bool = False, after: int | None = None) -> int:
+    def handle_kernel(self, i: int, attr_end: int | None = None) -> int:
+        """A kernel (`kernel void f(...)`, or `[[kernel]] void f(...)` with
+        the attribute at i ending at `attr_end`): its parameters, its checks,
+        and entry points after its body when it is not a template."""
         toks = self.toks
         start = self.statement_start(i)
         if toks[start].text == "template" and start + 1 < len(toks) and toks[start + 1].text != "<":
             return i + 1  # part of an explicit instantiation, handled there
-        if not attr_form:
-            self.blank(i, i + 1)
-        k = (after if attr_form else i + 1)
+        is_template = toks[start].text == "template"
+        # Non-template kernels become inline: each library compiles only the
+        # kernels it runs (their entry points call them).
+        self.blank(i, attr_end if attr_end is not None else i + 1, None if is_template else "inline")
+        k = attr_end if attr_end is not None else i + 1
         # Find the parameter list: the first '(' at this level.
         while k < len(toks) and toks[k].text not in ("(", ";", "{"):
             if toks[k].text == "<":
@@ -507,7 +268,11 @@ class Rewriter:
         name_i = k - 1
         name = toks[name_i].text
         close = self.match_close(k)
-        params = self.parse_params(k, close, name)
+        is_definition = self.definition_follows(close)
+        if is_definition:
+            self.check_returns_void(start, name_i, name)
+        params = self.parse_params(k, close, name, check=is_definition)
+        fn_type = f"void({self.tokens_text(k + 1, close)})"
         # Blank the parameter attributes.
         j = k
         while j < close:
@@ -537,130 +302,26 @@ class Rewriter:
         if j >= len(toks) or toks[j].text != "{":
             return j  # a declaration; the definition comes later
         body_close = self.match_close(j)
-        header = ""
-        if toks[start].text == "template":
-            header = self.text[toks[start].start : toks[self.match_angle(start + 1)].end]
         file, line = self.where(name_i)
-        kdef = KernelDef(name, params, file, line, header, max_threads)
+        qualified = f"::{self._namespace}::{name}" if self._namespace else f"::{name}"
+        kdef = KernelDef(name, qualified, params, file, line, is_template, max_threads, fn_type)
         self.defs.setdefault(name, []).append(kdef)
-        # Threadgroup storage inside the body is collected while scanning it.
-        self._current_def = kdef
         self.scan_body(j, body_close)
-        self._current_def = None
-        if not header:
-            self.emit_entry(body_close, name, name, kdef, kdef.name)
-        else:
-            self.emit_tg_helper(body_close, kdef)
+        if not is_template:
+            self.add_entry(body_close, name, kdef, qualified, fn_type)
         return body_close + 1
 
-    _current_def: KernelDef | None = None
-
-    def scan_body(self, open_i: int, close_i: int):
-        k = open_i + 1
-        while k < close_i:
-            t = self.toks[k]
-            if self.is_attr_open(k):
-                k = self.handle_attribute(k, True)
-                continue
-            if t.kind == "ident" and t.text == "threadgroup":
-                k = self.handle_threadgroup(k)
-                continue
-            k += 1
-        self._body_done = close_i
-
-    def handle_threadgroup(self, i: int) -> int:
-        toks = self.toks
-        prev = toks[i - 1].text if i > 0 else ";"
-        if prev not in (";", "{", "}", ":", ")"):
-            return i + 1  # a qualifier inside an expression or a cast
-        # The declaration runs to the next ';' at this level.
-        k = i + 1
-        end = k
-        depth = 0
-        while end < len(toks):
-            tx = toks[end].text
-            if tx in ("(", "[", "{"):
-                depth += 1
-            elif tx in (")", "]", "}"):
-                depth -= 1
-            elif tx == ";" and depth == 0:
-                break
-            end += 1
-        decl = toks[k:end]
-        if any(t.text in ("*", "&", "&&", "(") for t in decl):
-            return i + 1  # pointer/reference to threadgroup memory: just a qualifier
-        # Split declarators: `T a[4], b[8];`
-        spec_end = None
-        for q, t in enumerate(decl):
-            if t.kind == "ident" and (q + 1 == len(decl) or decl[q + 1].text in ("[", ",", "=")):
-                spec_end = q
-                break
-        if spec_end is None:
-            return i + 1
-        spec = self.text[decl[0].start : decl[spec_end - 1].end] if spec_end > 0 else ""
-        spec = spec.replace("const ", "").strip()
-        out = []
-        q = spec_end
-        while q < len(decl):
-            name = decl[q].text
-            q += 1
-            dims = ""
-            while q < len(decl) and decl[q].text == "[":
-                close = q
-                depth = 0
-                while close < len(decl):
-                    if decl[close].text == "[":
-                        depth += 1
-                    elif decl[close].text == "]":
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    close += 1
-                dims += self.text[decl[q].start : decl[close].end]
-                q = close + 1
-            if q < len(decl) and decl[q].text == "=":
-                self.error(i, f"threadgroup variable '{name}' cannot have an initializer")
-            if q < len(decl) and decl[q].text == ",":
-                q += 1
-            tg_type = f"{spec}{dims}"
-            slot = self.tg_slot
-            self.tg_slot += 1
-            out.append(f"auto& {name} = ::mk::tg_ref<{tg_type}>({slot}u);")
-            if self._current_def is not None:
-                self._current_def.tg_types.append(tg_type)
-        self.edits.replace(toks[i].start, toks[end].end, " ".join(out))
-        return end + 1
-
-    def handle_function_constant(self, i: int) -> int:
-        """`constant T name [[function_constant(n)]];` at namespace scope."""
-        toks = self.toks
-        end = i
-        while end < len(toks) and toks[end].text not in (";", "{", "("):
-            if self.is_attr_open(end):
-                end = self.attribute_span(end)[0]
-                continue
-            end += 1
-        if end >= len(toks) or toks[end].text != ";":
-            return i + 1
-        for q in range(i, end):
-            if self.is_attr_open(q):
-                aend, attrs = self.attribute_span(q)
-                for aname, args in attrs:
-                    if aname == "function_constant":
-                        index = self.attr_int(args)
-                        name = toks[q - 1].text
-                        type_text = self.text[toks[i + 1].start : toks[q - 2].end]
-                        value = self.function_constants.get(name, self.function_constants.get(index))
-                        self._fc_indices[name] = index
-                        init = "{}" if value is None else f"({_cxx_value(value)})"
-                        self.edits.replace(
-                            toks[i].start, toks[end].end,
-                            f"constexpr {type_text} {name} = {type_text}{init};",
-                        )
-                        return end + 1
-        return i + 1
+    def definition_follows(self, close: int) -> bool:
+        """Whether the parameter list closing at `close` is followed by a body."""
+        j = close + 1
+        while j < len(self.toks) and self.is_attr_open(j):
+            j = self.attribute_span(j)[0]
+        return j < len(self.toks) and self.toks[j].text == "{"
 
     def handle_instantiation(self, i: int) -> int:
+        """`template [[host_name("x")]] kernel <type> name<args>(params);`
+        (template arguments may be deduced; <type> may be a typedef or
+        `decltype(...)` of the kernel)."""
         toks = self.toks
         end = i
         depth = 0
@@ -712,6 +373,7 @@ class Rewriter:
             k += 1
         # Walk back over `ns::name<args>`.
         q = stop - 1
+        lt = None
         if toks[q].text in (">", ">>"):
             depth = 0
             while q > i:
@@ -726,146 +388,48 @@ class Rewriter:
                 q -= 1
             lt = q
             q -= 1
-        else:
-            lt = None
         name_i = q
         while (q - 2 > i and toks[q - 1].text == "::" and toks[q - 2].kind == "ident"
                and toks[q - 2].text not in _DECL_KEYWORDS):
             q -= 2
         if q - 1 > i and toks[q - 1].text == "::":
             q -= 1
-        template_id = self.text[toks[q].start : toks[stop - 1].end]
-        qualifier = self.text[toks[q].start : toks[name_i].start]
         name = toks[name_i].text
-        targs = self.text[toks[lt].start : toks[stop - 1].end] if lt is not None else ""
-        nparams = None
-        if stop < end and toks[stop].text == "(":
-            nparams = len(self.split_params(stop, self.match_close(stop)))
-        candidates = self.defs.get(name, [])
-        if nparams is not None:
-            matching = [d for d in candidates if len(d.params) == nparams]
-            candidates = matching or candidates
-        if not candidates:
-            self.error(i, f"host_name('{host_name}'): no kernel template named '{name}' "
-                       "is defined before this instantiation")
-        kdef = candidates[-1]
-        helper = f"{qualifier}__mk_tgsize_{id(kdef)}{targs}" if kdef.tg_types and self.tg_helpers else None
-        self.emit_entry(end, host_name, template_id, kdef, name, helper)
+        targs = self.tokens_text(lt, stop) if lt is not None else ""
+        params_span = (stop, self.match_close(stop)) if stop < end and toks[stop].text == "(" else None
+        kdef = self.instantiated_def(i, name, host_name, params_span)
+        if params_span:
+            fn_type = f"void({self.tokens_text(params_span[0] + 1, params_span[1])})"
+        else:  # `kernel some_t name<args>;` or `decltype(name<args>) name<args>;`
+            fn_type = " ".join(w for w in self.tokens_text(i + 1, q).split(" ") if w != "kernel")
+        sym = self.add_entry(end, host_name, kdef, kdef.qualified + targs, fn_type)
+        self.instantiations[sym] = (toks[i].start, toks[end].end)
         return end + 1
 
-    def emit_tg_helper(self, at: int, kdef: KernelDef):
-        if not kdef.tg_types or not self.tg_helpers:
-            return
-        total = " + ".join(f"sizeof({t})" for t in kdef.tg_types)
-        self.edits.insert(
-            self.toks[at].end,
-            f" {kdef.template_header} constexpr unsigned long long __mk_tgsize_{id(kdef)}() "
-            f"{{ return {total}; }}",
-        )
+    def instantiated_def(self, at: int, name: str, host_name: str, params_span) -> KernelDef:
+        """The kernel template an instantiation names: of several with that
+        name, the one with as many parameters."""
+        candidates = self.defs.get(name, [])
+        if not candidates:
+            self.error(at, f"host_name('{host_name}'): no kernel template named '{name}' "
+                       "is defined before this instantiation")
+        if params_span is not None:
+            count = len(self.split_params(*params_span))
+            candidates = [d for d in candidates if len(d.params) == count]
+            if not candidates:
+                self.error(at, f"host_name('{host_name}'): the instantiation declares {count} parameter(s) "
+                           f"but no kernel template '{name}' has that many")
+        return candidates[-1]
 
-    def emit_entry(self, at: int, host_name: str, callee: str, kdef: KernelDef,
-                   name: str, tg_helper: str | None = None):
+    def add_entry(self, at: int, host_name: str, kdef: KernelDef, callee: str, fn_type: str) -> int:
+        """Records the entry points of one kernel, to go after token `at`."""
         sym = len(self.entries)
-        if not kdef.template_header and kdef.tg_types and self.tg_helpers:
-            tg_expr = " + ".join(f"sizeof({t})" for t in kdef.tg_types)
-        elif tg_helper:
-            tg_expr = f"{tg_helper}()"
-        else:
-            tg_expr = None
-        self.edits.insert(self.toks[at].end, entry_code(sym, callee, kdef.params, tg_expr, self.workitem))
-        self.entries.append(
-            KernelEntry(host_name, sym, kdef.params, kdef.file, kdef.line,
-                        kdef.max_threads, tg_expr is not None)
-        )
+        self.specs[sym] = EntrySpec(sym, callee, fn_type, kdef.params)
+        self.entry_at[sym] = entry_position(self, at, sym)
+        self.entries.append(KernelEntry(host_name, sym, kdef.params, kdef.file, kdef.line, kdef.max_threads))
+        return sym
 
 
-def entry_code(sym: int, callee: str, params: list[Param], tg_expr: str | None, workitem: bool) -> str:
-    """The entry points of kernel `sym`, which calls `callee` with `params`
-    bound: the tracked loop (__mk_entry_N), the direct loop (__mk_fast_N),
-    the bytes each buffer must hold (__mk_sizes_N), the static threadgroup
-    memory (__mk_tgmem_N, when `tg_expr` gives it) and, with `workitem`, the
-    per-thread function for the work-item-loop compiler (__mk_wi_N). One
-    line of C++, for the rewriters to append where the kernel is in scope."""
-    args = []
-    sizes = []
-    for p_i, p in enumerate(params):
-        ptype = f"::mk::arg_t<__mk_k{sym}::F, {p_i}>"
-        if p.kind == "buffer":
-            args.append(f"::mk::buffer_arg<{ptype}>(r->launch, {p.index}u)")
-            sizes.append(f"{p.index}ull, ::mk::needed_bytes<{ptype}>()")
-        elif p.kind == "threadgroup":
-            args.append(f"::mk::threadgroup_arg<{ptype}>(r, {p.index}u)")
-        else:
-            args.append(f"::mk::attr<{ptype}>({THREAD_ATTRIBUTES[p.attribute]})")
-    sizes.insert(0, f"{len(sizes)}ull")
-    hoisted, fast_args = [], []
-    for p_i, (p, a) in enumerate(zip(params, args)):
-        if p.kind == "buffer":
-            hoisted.append(f"decltype(auto) __mk_b{p_i} = {a};")
-            fast_args.append(f"__mk_b{p_i}")
-        else:
-            fast_args.append(a)
-    code = (
-        f" namespace __mk_k{sym} {{ using F = decltype(&{callee}); }}"
-        f' extern "C" __attribute__((visibility("default"))) void __mk_entry_{sym}(::mk::Run* r)'
-        f" {{ ::mk::run_threads(r, [](::mk::Run* r, const ::mk::ThreadIds& t)"
-        f" __attribute__((always_inline)) {{ (void)r; (void)t; [[clang::always_inline]] {callee}("
-        + ", ".join(args)
-        + "); }); }"
-        # The same without per-thread bookkeeping, used when the kernel
-        # turns out never to synchronise (mode "direct").
-        # Buffers are bound once, before the loop: a store through one
-        # could otherwise alias the launch record and force a reload of
-        # every buffer address per thread.
-        f' extern "C" __attribute__((visibility("default"))) void __mk_fast_{sym}(::mk::Run* r)'
-        f" {{ {' '.join(hoisted)} ::mk::run_threads_fast(r, [&](::mk::Run* r, const ::mk::ThreadIds& t)"
-        f" __attribute__((always_inline)) {{ (void)r; (void)t; [[clang::always_inline]] {callee}("
-        + ", ".join(fast_args)
-        + "); }); }"
-        f' extern "C" __attribute__((visibility("default"))) const unsigned long long'
-        f" __mk_sizes_{sym}[] = {{ {', '.join(sizes)} }};"
-    )
-    if tg_expr:
-        code += (
-            f' extern "C" __attribute__((visibility("default"))) const unsigned long long'
-            f" __mk_tgmem_{sym} = {tg_expr};"
-        )
-    if workitem:
-        # The kernel as one thread of a group described by `g`, for the
-        # work-item-loop compiler (mk/workitem.h, runtime/workitem.py).
-        wi_args = []
-        for p_i, p in enumerate(params):
-            ptype = f"::mk::arg_t<__mk_k{sym}::F, {p_i}>"
-            if p.kind == "buffer":
-                wi_args.append(f"::mk::buffer_arg<{ptype}>(g, {p.index}u)")
-            elif p.kind == "threadgroup":
-                wi_args.append(f"::mk::threadgroup_arg<{ptype}>(g, {p.index}u)")
-            else:
-                expr = THREAD_ATTRIBUTES[p.attribute].replace("r->launch->", "g->")
-                wi_args.append(f"::mk::attr<{ptype}>({expr})")
-        code += (
-            f' extern "C" __attribute__((visibility("hidden"))) void __mk_wi_{sym}('
-            "const ::mk::WiGroup* g, unsigned int x, unsigned int y, unsigned int z, unsigned int lin)"
-            " { const ::mk::ThreadIds t = ::mk::wi_ids(g, x, y, z, lin); (void)t; (void)g;"
-            f" [[clang::always_inline]] {callee}(" + ", ".join(wi_args) + "); }"
-        )
-    return code
-
-
-def _cxx_value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return f"{value}ll"
-    if isinstance(value, float):
-        return repr(float(value)) + "f" if "e" in repr(value) or "." in repr(value) else f"{value}.0f"
-    raise TypeError(f"function constant values must be bool, int or float, not {type(value).__name__}")
-
-
-def rewrite(text: str, function_constants: dict | None = None, tg_helpers: bool = True,
-            workitem: bool = False) -> RewriteResult:
+def rewrite(text: str, function_constants: dict | None = None) -> RewriteResult:
     # Overloads that differ only in address space: one copy (address_spaces.py).
-    rw = Rewriter(collapse_address_spaces(text), function_constants)
-    rw.tg_helpers = tg_helpers
-    rw.workitem = workitem
-    return rw.run()
+    return Rewriter(collapse_address_spaces(text), function_constants).run()

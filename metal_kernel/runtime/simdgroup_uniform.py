@@ -81,7 +81,7 @@ class Selection:
 
 @dataclass
 class Built:
-    """What compiler.py links: the kernels with a whole-simdgroup function
+    """What pass2.py links: the kernels with a whole-simdgroup function
     and the object holding them."""
     symbols: set[int] = field(default_factory=set)
     objects: tuple[str, ...] = ()
@@ -224,7 +224,7 @@ def _internalise(mod: Module, renamed: dict[str, str]) -> str:
     for line in mod.lines:
         if line.startswith("define "):
             line = _internal_define(line)
-        elif line.startswith("@llvm.used") or line.startswith("@llvm.compiler.used"):
+        elif line.startswith(("@llvm.used", "@llvm.compiler.used")):
             continue
         elif line.startswith("@"):
             line = _global_line(line)

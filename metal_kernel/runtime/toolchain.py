@@ -1,7 +1,13 @@
-"""Finds the C++ compiler the runtime builds kernels with.
+"""Finds the C++ compiler the runtime builds kernels with, and the CPU it
+builds for.
 
 Order: $METAL_KERNEL_CXX (a command line), the clang bundled in the `ziglang`
 wheel (PyPI), then a system clang++ new enough for the extensions we use.
+
+Kernels are built for this machine's CPU (`-march=native`) unless
+$METAL_KERNEL_MARCH names another target, e.g. `x86-64-v3` (AVX2, no
+AVX-512) to see what an AVX2-only machine runs; the target is part of every
+cache key.
 """
 
 from __future__ import annotations
@@ -29,6 +35,13 @@ class Toolchain:
 
     def cxx(self, *args: str) -> list[str]:
         return [*self.command, *args]
+
+    def march(self) -> list[str]:
+        """The target CPU flag: $METAL_KERNEL_MARCH (clang's spelling, e.g.
+        x86-64-v3 or skylake-avx512) or native. zig's driver spells CPU
+        names with underscores."""
+        target = os.environ.get("METAL_KERNEL_MARCH", "").strip() or "native"
+        return [f"-march={target.replace('-', '_') if self.is_zig else target}"]
 
     def link_shared(self, obj: str, out: str, *more: str) -> list[str]:
         """Links objects into a shared library without the C++ runtime:

@@ -278,7 +278,13 @@ class PerThread:
         # collide and numbered values need no renumbering.
         body = lines[1:-1]
         entry_label = None
-        if all(p.isdigit() for p in self.param_names):
+        first = next((ln for ln in body if ln.strip() and not ln.lstrip().startswith(";")), "")
+        named_entry = _LABEL_LINE.match(first)
+        if named_entry:
+            # The optimiser may name the entry block (a block it merged
+            # into it, as '_Z11ndtri_valuef.exit:'): that label is the entry.
+            entry_label = named_entry.group(1).strip('"')
+        elif all(p.isdigit() for p in self.param_names):
             entry_label = str(len(self.param_names))
         else:
             entry_label = "entry.mk"
@@ -322,6 +328,8 @@ class PerThread:
                 continue
             lm = _LABEL_LINE.match(ln)
             if lm:
+                if named_entry and ln is first:
+                    continue  # the entry block, made above
                 cur = Block(rn(lm.group(1).strip('"')))
                 blocks.append(cur)
                 continue

@@ -6,6 +6,7 @@ the runtime, so the verify tests need `metal_kernel.compile_shader`.
 """
 
 import difflib
+import json
 import re
 
 import pytest
@@ -275,6 +276,22 @@ def test_verify_fails_on_a_kernel_without_a_range_check(tree, tmp_path):
     source = source.replace("if (idx < -numel || idx >= numel) {", "if (false) {")
     unchecked.write_text(source)
     assert add_take(tree, ["--kernel", unchecked]).exit_code == 0
-    failures = [str(f) for r in verify(tree).results for f in r.failures]
+    report = verify(tree)
+    failures = [str(f) for r in report.results for f in r.failures]
     assert any(f.startswith("index past the end") and "CPU raises IndexError: out of range" in f
                and "the MPS host returns a result" in f for f in failures)
+    # the checker names the read past the end of `self` itself, in every dtype
+    for r in report.results:
+        assert r.checked and any(str(f).startswith("checker: oob") and "buffer 'self'" in str(f)
+                                 for f in r.failures), r.name
+
+
+@runtime
+def test_the_checker_is_on_by_default_and_can_be_turned_off(tree):
+    assert add_take(tree).exit_code == 0
+    result = run("verify", "take", "--pytorch", tree, "--dtype", "int32", "--math", "exact", "--json")
+    assert result.exit_code == 0, result.output
+    assert [d["checked"] for d in json.loads(result.output)["dtypes"]] == [True]
+    result = run("verify", "take", "--pytorch", tree, "--dtype", "int32", "--math", "exact", "--no-check", "--json")
+    assert result.exit_code == 0, result.output
+    assert [d["checked"] for d in json.loads(result.output)["dtypes"]] == [False]

@@ -211,20 +211,27 @@ def test_the_cli_wraps_a_program_like_compute_sanitizer(tmp_path):
 
 
 def test_pytest_metal_check_fails_a_test_whose_kernels_are_wrong(tmp_path):
+    peek = ("kernel void peek(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],"
+            " uint i [[thread_position_in_grid]]) { y[i] = x[i + 1]; }")
     (tmp_path / "test_k.py").write_text(
         "import torch, metal_kernel\n"
         f"lib = metal_kernel.compile_shader({SHIFT!r})\n"
+        f"peek = metal_kernel.compile_shader({peek!r})\n"
         "def test_bad():\n"
         "    lib.shift(torch.ones(100), torch.zeros(100), threads=100, group_size=32)\n"
+        "def test_read():\n"
+        "    peek.peek(torch.ones(100), torch.zeros(100), threads=100, group_size=32)\n"
         "def test_good():\n"
         "    lib.copy(torch.ones(100), torch.zeros(100), threads=100, group_size=32)\n"
         "def test_fixture(metal_check):\n"
         "    lib.copy(torch.ones(100), torch.zeros(100), threads=100, group_size=32)\n"
         "    assert metal_check.ok\n")
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "metal_kernel.check.pytest_plugin", "-p", "no:cacheprovider",
-            str(tmp_path / "test_k.py")]
+    # the plugin comes from the pytest11 entry point the install registers
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_k.py")]
     plain = subprocess.run(args, capture_output=True, text=True, env=_env(), cwd=tmp_path)
-    assert "3 passed" in plain.stdout, plain.stdout
+    # unchecked, the store past the end is stopped (runtime/store_guard.py); the read passes
+    assert "1 failed, 3 passed" in plain.stdout and "test_bad - metal_kernel.runtime.errors.KernelError" in \
+        plain.stdout, plain.stdout
     checked = subprocess.run(args + ["--metal-check"], capture_output=True, text=True, env=_env(), cwd=tmp_path)
-    assert "1 failed, 2 passed" in checked.stdout, checked.stdout
-    assert "Invalid device write" in checked.stdout
+    assert "2 failed, 2 passed" in checked.stdout, checked.stdout
+    assert "Invalid device write" in checked.stdout and "Invalid device read" in checked.stdout

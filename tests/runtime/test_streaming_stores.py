@@ -1,15 +1,22 @@
 """Direct kernels write large outputs with non-temporal stores
 (runtime/streaming.py). The variant must compute exactly what the ordinary
 loop computes, whatever the alignment of the buffers, and must never be
-used for kernels whose stores it could slow down or break."""
+used for kernels whose stores it could slow down or break.
+
+Which kernels get a variant depends on the vector width the build target
+has (AVX2, AVX-512, ...): expectations are derived from it, so the file
+passes on any x86-64 CPU and under any METAL_KERNEL_MARCH."""
 
 import numpy as np
 import pytest
 import torch
 
 import metal_kernel
-from metal_kernel.runtime.library import _Bound, _disjoint
-from metal_kernel.runtime.streaming import add_streaming_variants
+from metal_kernel.runtime.binding import Bound
+from metal_kernel.runtime.library import _disjoint
+from metal_kernel.runtime.pass2 import target_vector_bytes
+from metal_kernel.runtime.streaming import MIN_VECTOR_BYTES, add_streaming_variants
+from metal_kernel.runtime.toolchain import find_toolchain
 
 SOURCE = r"""
 #include <metal_stdlib>
@@ -65,11 +72,27 @@ def _view_at(byte_offset: int, n: int, dtype=np.float32) -> np.ndarray:
     return raw[start:start + n * item].view(dtype)
 
 
+def _widest_store(element_bytes: int) -> int:
+    """Bytes of the widest store a vectorised loop over float inputs makes
+    for outputs of `element_bytes` on this build target."""
+    return target_vector_bytes(find_toolchain()) // 4 * element_bytes
+
+
 def test_simple_direct_kernels_have_a_streaming_variant(lib):
-    for name in ("saxpy", "to_half", "two_outputs", "wild_write"):
+    # float/int outputs: one vector of the target's width per store; half
+    # outputs of float inputs: half as wide (16 bytes with AVX2: no variant).
+    # (scale_in_place reads the buffer it writes: never streamed, below.)
+    for name, element_bytes in (("saxpy", 4), ("to_half", 2), ("two_outputs", 4), ("wild_write", 4)):
         k = getattr(lib, name)
         assert k.execution_mode == "direct"
-        assert k.streaming_stores, name
+        assert k.streaming_stores == (_widest_store(element_bytes) >= MIN_VECTOR_BYTES), name
+
+
+def test_the_target_vector_width_follows_metal_kernel_march(monkeypatch):
+    monkeypatch.setenv("METAL_KERNEL_MARCH", "x86-64-v3")  # AVX2
+    assert _widest_store(4) == 32 and _widest_store(2) == 16
+    monkeypatch.setenv("METAL_KERNEL_MARCH", "x86-64")  # SSE2
+    assert _widest_store(4) == 16
 
 
 def test_a_buffer_the_kernel_reads_is_never_streamed(lib):
@@ -291,7 +314,7 @@ def test_out_of_place_kernel_called_in_place(lib, monkeypatch, mode):
     torch.testing.assert_close(y, want)
 
 
-class _Fake(_Bound):
+class _Fake(Bound):
     def __init__(self, spans):
         super().__init__()
         self.ptrs = [p for p, _ in spans]

@@ -756,3 +756,27 @@ def test_launches_beyond_the_work_item_layout_fall_back_to_fibers():
     out = torch.full((128,), float("nan"))
     lib.wide(*ins, out, threads=128, group_size=64)
     assert torch.equal(out, torch.full((128,), float(sum(range(n - 1)))))
+
+
+def test_a_named_entry_block_is_the_entry():
+    # The optimiser may give the entry block a name (one it merged in from an
+    # inlined call: '_Z11ndtri_valuef.exit:'); its instructions belong to the
+    # entry, not to an empty block before it (which compiled to invalid IR).
+    from metal_kernel.runtime.ir import Module
+    from metal_kernel.runtime.workitem import PerThread
+
+    text = "\n".join([
+        "define hidden void @__mk_wi_0(ptr noundef %0, i32 noundef %1, i32 noundef %2, i32 noundef %3,"
+        " i32 noundef %4) #1 {",
+        "_Z5valuef.exit:",
+        "  %5 = zext i32 %1 to i64",
+        "  %6 = getelementptr inbounds float, ptr %0, i64 %5",
+        "  store float 1.0, ptr %6, align 4",
+        "  ret void",
+        "}",
+        "",
+    ])
+    pt = PerThread(Module(text), 0, set())
+    pt.parse()
+    assert pt.order == ["v_Z5valuef.exit"]
+    assert [i.text.split()[0] for i in pt.blocks[pt.entry].insts] == ["%v5", "%v6", "store", "ret"]

@@ -24,6 +24,7 @@ from ..model.tree import PyTorchTree
 from ..recipes import Recipe
 from ..twin.mps_stream import MpsStream, error_messages_layout
 from .compare import max_error
+from .checked import run_checked
 from .compile import compile_kernel_file
 from .report import DtypeResult, Failure, VerifyReport
 from .tolerance import Tolerance
@@ -106,7 +107,8 @@ class RecipeVerifier:
         return result
 
 
-def verify_recipe(tree: PyTorchTree, op: str, recipe: Recipe, dtypes=None, modes=("exact",)) -> VerifyReport:
+def verify_recipe(tree: PyTorchTree, op: str, recipe: Recipe, dtypes=None, modes=("exact",),
+                  check: bool = True) -> VerifyReport:
     path = tree.kernels_dir / f"{recipe.stem}.metal"
     if not path.is_file():
         raise AtenError("kernel file missing: run `aten add` first", path)
@@ -114,10 +116,10 @@ def verify_recipe(tree: PyTorchTree, op: str, recipe: Recipe, dtypes=None, modes
     if not infos:
         raise AtenError(f"no OpInfo tests '{recipe.op}'", tree.native_functions)
     chosen = dtypes or dt.mps_dtypes(opinfo.cpu_dtypes(infos))
-    results = []
+    results, notes = [], []
     for mode in modes:
         lib = compile_kernel_file(path, tree, mode)
         stream = MpsStream(error_messages_layout(tree.c10_metal / "error.h"))
         verifier = RecipeVerifier(recipe, recipe.twin(lib, stream))
-        results += [verifier.run_dtype(infos, d, mode) for d in chosen]
-    return VerifyReport(op, recipe.op, results)
+        results += [run_checked(lambda d=d: verifier.run_dtype(infos, d, mode), check, notes) for d in chosen]
+    return VerifyReport(op, recipe.op, results, notes)

@@ -41,6 +41,7 @@ class DtypeResult:
     out_dtype: torch.dtype | None = None  # the result dtype the tolerance applies to
     cpu_less_accurate: int = 0  # elements where the kernel matches the float64 CPU result instead
     cpu_inconsistent: int = 0  # elements whose CPU result depends on the neighbouring element
+    checked: bool = False  # the cases ran under metal_kernel.check() (verify/checked.py)
     _seen: list = field(default_factory=list, repr=False)  # input bit patterns not yet counted
     _distinct: torch.Tensor = field(default_factory=lambda: torch.empty(0, dtype=torch.int64), repr=False)
     _numbers: set = field(default_factory=set, repr=False)  # Python-number operands
@@ -84,7 +85,7 @@ class DtypeResult:
                 "skipped": sum(self.skipped.values()), "skip_reasons": dict(self.skipped),
                 "max_error": self.max_error, "atol": atol, "rtol": rtol,
                 "tolerance_source": self.tolerance.source, "kernels": sorted(self.kernels),
-                "cpu_less_accurate": self.cpu_less_accurate, "cpu_inconsistent": self.cpu_inconsistent,
+                "checked": self.checked, "cpu_less_accurate": self.cpu_less_accurate, "cpu_inconsistent": self.cpu_inconsistent,
                 "failures": [str(f) for f in self.failures], "kernel_errors": self.kernel_errors}
 
 

@@ -13,8 +13,6 @@ precision -- where compile_shader takes `math=`); the report says which ran.
 
 from __future__ import annotations
 
-import torch
-
 from ..errors import AtenError
 from ..generate.functor import functor_struct_re
 from ..model import dtypes as dt
@@ -26,6 +24,7 @@ from ..model.stubs import find_stubs, stub_for
 from ..model.tree import PyTorchTree
 from ..recipes import recipe_for
 from .cases import OpView
+from .checked import run_checked
 from .compile import compile_op, math_modes
 from .recipe import verify_recipe
 from .report import VerifyReport
@@ -77,17 +76,18 @@ def _op_view(infos, family, arity: str, chosen, notes: list) -> OpView:
     return OpView(infos, arity, scalar_overloads, opinfo.domain(infos), LARGE_LIMIT if large else None, chosen)
 
 
-def verify_op(tree: PyTorchTree, op: str, dtypes=None, math=None, runner=None) -> VerifyReport:
+def verify_op(tree: PyTorchTree, op: str, dtypes=None, math=None, runner=None, check: bool = True) -> VerifyReport:
     """Verify OP's kernels in `math` modes (default: every mode offered) for `dtypes`
     (default: every dtype instantiated that test_mps runs). `runner` wraps each kernel
-    launch (twin/mps_host.py MpsHost.launch)."""
+    launch (twin/mps_host.py MpsHost.launch); with `check` every case runs under
+    metal_kernel.check() and a finding fails its dtype (checked.py)."""
     nf = NativeFunctions.load(tree.native_functions, tree.tags)
     family = nf.family(op)
     base = str(family[0].fn.func.name.name.base)
     stub = stub_for(base, find_stubs(tree.native_dir))
     modes, notes = _modes(math)
     if (stub is None or stub.arity is None) and recipe_for(base) is not None:
-        report = verify_recipe(tree, op, recipe_for(base), dtypes, modes)
+        report = verify_recipe(tree, op, recipe_for(base), dtypes, modes, check)
         report.notes += notes
         return report
     if stub is None or stub.arity is None:
@@ -115,5 +115,6 @@ def verify_op(tree: PyTorchTree, op: str, dtypes=None, math=None, runner=None) -
     for mode in modes:
         lib = compile_op(tree, path, kernel, stub.arity, input_types, math=mode)
         verifier = Verifier(lib, kernel, view, primary.op, cpu, mode, runner)
-        results += [verifier.run_dtype(d, tolerances.for_op(primary, d)) for d in chosen]
+        results += [run_checked(lambda d=d: verifier.run_dtype(d, tolerances.for_op(primary, d)), check, notes)
+                    for d in chosen]
     return VerifyReport(op, kernel, results, notes)

@@ -13,6 +13,12 @@
 #include <ctime>
 
 #include "mk/abi.h"
+#ifdef MKCUDA_CAPTURE
+#include "mkcuda/capture.h"
+#define MKCUDA_NOTE_KERNEL() ::mk::cuda::capture::note(__PRETTY_FUNCTION__)
+#else
+#define MKCUDA_NOTE_KERNEL() ((void)0)
+#endif
 
 extern "C" {
 int mkrt_dispatch(mk::EntryFn entry, const mk::Launch* launch, void* error, uint32_t flags, uint64_t timeout_ms);
@@ -37,7 +43,13 @@ void host_entry(Run* r) {
 }
 
 template <class Kernel, class... A>
-void host_launch(dim3 grid, dim3 block, size_t smem, Kernel kernel, A... args) {
+void host_launch(const char* name, dim3 grid, dim3 block, size_t smem, Kernel kernel, A... args) {
+#ifdef MKCUDA_CAPTURE
+  FILE* record;
+  if (!capture::begin(name, grid.x, grid.y, grid.z, block.x, block.y, block.z, smem, &record, args...)) return;
+#else
+  (void)name;
+#endif
   auto call = [&]() { kernel(args...); };
   void* buffers[1] = {static_cast<void*>(&call)};
   uint64_t sizes[1] = {0};
@@ -51,6 +63,9 @@ void host_launch(dim3 grid, dim3 block, size_t smem, Kernel kernel, A... args) {
             err.thread[2] - err.group[2] * block.z, err.group[0], err.group[1], err.group[2]);
     exit(70);
   }
+#ifdef MKCUDA_CAPTURE
+  capture::end(record);
+#endif
 }
 
 }  // namespace cuda
@@ -66,12 +81,21 @@ enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDe
                       cudaMemcpyDeviceToDevice, cudaMemcpyDefault };
 inline cudaError_t cudaMalloc(void** p, size_t n) {
   *p = aligned_alloc(256, (n + 255) & ~size_t(255));
+#ifdef MKCUDA_CAPTURE
+  ::mk::cuda::capture::on_malloc(*p, n);
+#endif
   return *p || !n ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 template <class T> inline cudaError_t cudaMalloc(T** p, size_t n) { return cudaMalloc((void**)p, n); }
 inline cudaError_t cudaMallocHost(void** p, size_t n) { return cudaMalloc(p, n); }
 template <class T> inline cudaError_t cudaMallocHost(T** p, size_t n) { return cudaMalloc((void**)p, n); }
-inline cudaError_t cudaFree(void* p) { free(p); return cudaSuccess; }
+inline cudaError_t cudaFree(void* p) {
+#ifdef MKCUDA_CAPTURE
+  ::mk::cuda::capture::on_free(p);
+#endif
+  free(p);
+  return cudaSuccess;
+}
 inline cudaError_t cudaFreeHost(void* p) { free(p); return cudaSuccess; }
 inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { memmove(d, s, n); return cudaSuccess; }
 inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t = nullptr) {

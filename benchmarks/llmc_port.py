@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""llm.c's dev/cuda/*.cu ported to Metal, every kernel verified against the
+original on the file's own inputs.
+
+    python benchmarks/llmc_port.py --llmc DIR [--only gelu_forward.cu ...] [--json out.json]
+    python benchmarks/llmc_port.py --table out.json     # the Markdown table of docs/port.md
+
+DIR is a checkout of github.com/karpathy/llm.c (never copied into this
+repository). Per file, in a temporary copy scaled as benchmarks/llmc_cuda.py
+scales it (B = 1, T = 128; common.h times zero repetitions):
+
+1. capture: the file is built as a whole program for the CPU with launch
+   capture (metal_kernel/port/to_metal/capture.py) and run once per kernel
+   version its main accepts; the first launch of each kernel records its
+   grid, block, shared memory, scalars and the contents of its buffers;
+   launches of template kernels with deduced arguments name their
+   instantiation, which is then instantiated explicitly for load_cuda and
+   the port;
+2. port: `port_cuda` on the file; the port is compiled (`load()`);
+3. verify: each translated kernel runs through load_cuda (the original) and
+   through compile_shader (the port) on copies of its recorded inputs
+   (buffers the kernel only writes poisoned), both under
+   metal_kernel.check(), every buffer compared.
+
+A kernel counts as verified when its verification passes; every other
+kernel is listed with the diagnostic that says why (MK1036: main never
+launches it, so it has no inputs of its own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from llmc_cuda import kernel_versions, scaled_copy  # noqa: E402
+
+
+def port_file(path: Path, work: Path, timeout: float, check: bool) -> dict:
+    from metal_kernel.port.to_metal.capture import capture_launches, explicit_instantiations
+    from metal_kernel.port.to_metal.porting import port_cuda
+
+    text = path.read_text()
+    entry = {"file": path.name, "kernels": [], "capture_problems": [], "seconds": 0.0}
+    t0 = time.time()
+    versions = kernel_versions(text)
+    runs = [[str(v)] for v in versions] or [[]]
+    captures, problems = capture_launches(text, str(path), runs=runs, timeout=timeout, cwd=str(work))
+    entry["capture_problems"] = problems
+    p = port_cuda(text, filename=str(path))
+    extra = explicit_instantiations(p, list(captures))
+    if extra:
+        text += "\n// instantiations the program's launches deduced (llmc_port.py)" + extra
+        path.write_text(text)
+        p = port_cuda(text, filename=str(path))
+    p.load()
+    if not p.kernels:
+        entry["error"] = "; ".join(str(d) for d in p.diagnostics[:1]) or "no kernels"
+    for k in p.kernels:
+        row = {"kernel": k.spelling, "translated": k.translated, "verified": False, "why": "", "codes": []}
+        if not k.translated:
+            row["codes"] = sorted({d.code for d in k.diagnostics})
+            row["why"] = "; ".join(f"{d.code} {d.message}" for d in k.diagnostics[:2])
+        elif k.spelling not in captures:
+            row["why"] = "the file's main never launches it: no sizes or inputs of its own"
+            row["codes"] = ["MK1036"]
+        else:
+            res = _verify_one(p, k, captures[k.spelling], check, timeout)
+            row["verified"] = res.ok
+            if not res.ok:
+                row["why"] = res.summary()[:300]
+                row["codes"] = sorted({d.code for d in p.diagnostics if d.function in (k.spelling, k.spelling.split(
+                    "<")[0]) and d.severity != "note"}) or ["MK1027"]
+            row["launch"] = res.launch
+        entry["kernels"].append(row)
+    entry["diagnostics"] = [d.to_json() for d in p.diagnostics]
+    entry["stats"] = p.stats
+    entry["seconds"] = round(time.time() - t0, 1)
+    return entry
+
+
+def _verify_one(p, k, capture, check, timeout):
+    """Verifies on the recorded launch's inputs (buffers it only writes poisoned)."""
+    from metal_kernel.port.to_metal.inputs import from_capture
+    from metal_kernel.port.to_metal.verify import VerifyResult
+
+    try:
+        args, launch, notes = from_capture(k, capture)
+    except ValueError as e:
+        return VerifyResult(k.spelling, False, False, error=str(e))
+    res = p.verify(k.spelling, *args, check=check, timeout=timeout, **launch)
+    res.notes = notes + res.notes
+    return res
+
+
+def table(results: list[dict]) -> str:
+    lines = ["| file | kernels | translated | verified | not verified, and why |", "|---|---|---|---|---|"]
+    for r in results:
+        ks = r["kernels"]
+        if r.get("error") and not ks:
+            lines.append(f"| {r['file']} | 0 | | | {r['error'].split(': ', 1)[-1][:120].replace('|', '/')} |")
+            continue
+        why = "; ".join(f"`{k['kernel']}`: {', '.join(k['codes'])} {k['why'][:110]}" for k in ks if not k["verified"])
+        lines.append(f"| {r['file']} | {len(ks)} | {sum(k['translated'] for k in ks)} | "
+                     f"{sum(k['verified'] for k in ks)} | {why.replace('|', '/')} |")
+    found = sum(len(r["kernels"]) for r in results)
+    verified = sum(k["verified"] for r in results for k in r["kernels"])
+    translated = sum(k["translated"] for r in results for k in r["kernels"])
+    lines.append(f"| **total** | **{found}** | **{translated}** | **{verified}** "
+                 f"({100.0 * verified / max(found, 1):.1f}%) | |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--llmc", help="a checkout of llm.c")
+    ap.add_argument("--only", nargs="*", help="file names in dev/cuda")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per program run and per verification")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--table", help="print the table of an earlier --json")
+    ap.add_argument("--no-check", action="store_true", help="verify without metal_kernel.check()")
+    args = ap.parse_args()
+    if args.table:
+        print(table(json.loads(Path(args.table).read_text())))
+        return
+    if not args.llmc:
+        ap.error("--llmc DIR is required")
+    dev = Path(args.llmc) / "dev" / "cuda"
+    if not (dev / "common.h").exists():
+        sys.exit(f"{dev} is not llm.c's dev/cuda")
+    files = sorted(p.name for p in dev.glob("*.cu") if not args.only or p.name in args.only)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="llmc-port-") as tmp:
+        work = Path(tmp) / "cuda"
+        scaled_copy(dev, work)
+        for name in files:
+            try:
+                entry = port_file(work / name, work, args.timeout, not args.no_check)
+            except Exception as e:  # noqa: BLE001 - one file's failure is a row, not the end of the run
+                entry = {"file": name, "kernels": [], "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
+            results.append(entry)
+            ks = entry["kernels"]
+            print(f"{name}: {len(ks)} kernels, {sum(k['translated'] for k in ks)} translated, "
+                  f"{sum(k['verified'] for k in ks)} verified ({entry.get('seconds', 0)}s)"
+                  + (f"  ERROR {entry['error']}" if entry.get("error") else "")
+                  + "".join(f"\n    {k['kernel']}: {k['why'][:200]}" for k in ks if not k["verified"]), flush=True)
+            if args.json:
+                Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    print()
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()
