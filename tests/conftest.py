@@ -1,4 +1,6 @@
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -8,8 +10,11 @@ import pytest
 
 # Each test session compiles into its own cache unless the caller chose one,
 # so results never depend on what an earlier run left behind.
+# (Set before pytest-xdist starts its workers, so they share it; the process
+# that made it removes it when it exits.)
 if "METAL_KERNEL_CACHE_DIR" not in os.environ:
-    os.environ["METAL_KERNEL_CACHE_DIR"] = tempfile.mkdtemp(prefix="mk-test-cache-")
+    os.environ["METAL_KERNEL_CACHE_DIR"] = _cache = tempfile.mkdtemp(prefix="mk-test-cache-")
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 
 
 @pytest.fixture
