@@ -57,6 +57,17 @@ class PerThread:
     def check_and_classify_calls(self) -> bool:
         return CallChecker(self.fn, self.sync_funcs, self.force_inline).check_and_classify_calls()
 
+    def cut_and_analyse(self):
+        """Everything between parse and emit, in order (transform's path)."""
+        self.check_and_classify_calls()
+        self.lower_markers()
+        self.build_cfg()
+        self.order_syncs()
+        self.liveness()
+        self.classify()
+        self.privatise()
+        self.uniform_candidates()
+
     # ------------------------------------------------------------- cut --
     def lower_markers(self):
         Cutter(self.fn).lower_markers()
@@ -87,6 +98,11 @@ class PerThread:
         out = steps.emit()
         self.exits = steps.exits
         return out
+
+    def emit_all(self) -> tuple[list[str], list[str]]:
+        """The kernel's type definitions, and its functions and descriptor."""
+        steps = self.emit()
+        return self.types_text(), steps + self.loop_text() + self.descriptor_text()
 
     def types_text(self) -> list[str]:
         return types_text(self.fn, self.analysis)

@@ -23,11 +23,12 @@ from .per_thread import PerThread
 CODEGEN_FLAGS = ("-mllvm", "-enable-nontrivial-unswitch")
 
 
+
+
 def _sync_functions(mod: Module, markers=SYNC_MARKERS) -> set[str]:
     """Defined functions that may reach one of `markers` (by default the
     synchronising ones)."""
     return mod.reaching(markers, FIBER_PREFIX)
-
 
 
 @dataclass
@@ -36,29 +37,6 @@ class Result:
     modes: dict[int, str]
     reasons: dict[int, str]
     force_inline: set[str]
-
-
-def _returning(body: str) -> str:
-    """The kernel's attributes without what the cut makes untrue: a kernel
-    that loops forever is `noreturn`, but its step functions return at every
-    synchronisation point (and its loop function after every region)."""
-    return re.sub(r"\b(noreturn|mustprogress|willreturn)\b", "", body)
-
-
-def _no_scatter(body: str) -> str:
-    """The attributes of a loop function: those of the kernel, preferring
-    no scatter. In a region loop the vectoriser turns a store to a
-    thread-uniform address under a per-thread condition (`if (lane == 0)
-    partials[sg] = s;`) into a masked scatter per vector of threads, which
-    costs ~20 cycles even with one lane set (Zen 4/5); stores it cannot
-    vectorise otherwise are predicated per lane instead."""
-    if "-prefer-no-scatter" in body:
-        return body.replace("-prefer-no-scatter", "+prefer-no-scatter")
-    if "prefer-no-scatter" in body:
-        return body
-    return re.sub(r'"target-features"="', '"target-features"="+prefer-no-scatter,', body, count=1)
-
-
 
 
 def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: bool = False,
@@ -82,10 +60,7 @@ def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: 
     generated: list[str] = []
     type_lines: list[str] = []
     remove: list[str] = []
-    ai_groups: dict[str, str] = {}
-    loop_groups: dict[str, str] = {}
-    new_attr_lines: list[str] = []
-    next_group = max([int(k) for k in mod.attr_groups] + [0]) + 1
+    groups = AttributeGroups(mod)
     for sym in symbols:
         fname = f"__mk_wi_{sym}"
         if fname not in mod.functions:
@@ -101,30 +76,11 @@ def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: 
                     bool(mod.globals_referenced(fname) & lane_funcs)
                 modes[sym] = "direct-tracked" if asks_lane else "direct"
                 continue
-            pt.check_and_classify_calls()
-            pt.lower_markers()
-            pt.build_cfg()
-            pt.order_syncs()
-            pt.liveness()
-            pt.classify()
-            pt.privatise()
-            pt.uniform_candidates()
+            pt.cut_and_analyse()
             g = pt.attr_group
-            if g and g not in ai_groups and g in mod.attr_groups:
-                body = mod.attr_groups[g]
-                body = re.sub(r"\b(noinline|optnone|alwaysinline)\b", "", _returning(body))
-                ai_groups[g] = str(next_group)
-                new_attr_lines.append(f"attributes #{next_group} = {{ alwaysinline {body.strip()} }}")
-                next_group += 1
-            pt.ai_group = ai_groups.get(g) if g else None
-            if g and g not in loop_groups and g in mod.attr_groups:
-                loop_groups[g] = str(next_group)
-                new_attr_lines.append(
-                    f"attributes #{next_group} = {{ {_no_scatter(_returning(mod.attr_groups[g])).strip()} }}")
-                next_group += 1
-            pt.loop_group = loop_groups.get(g) if g else None
-            steps = pt.emit()
-            gen = pt.types_text(), steps + pt.loop_text() + pt.descriptor_text()
+            pt.ai_group = groups.step_group(g)
+            pt.loop_group = groups.loop_group(g)
+            gen = pt.emit_all()
         except Unsupported as e:
             modes[sym] = "fibers"
             reasons[sym] = str(e)
@@ -139,7 +95,81 @@ def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: 
         type_lines += gen[0]
         generated += gen[1]
         modes[sym] = "workitem-loops"
-    # Drop the per-thread functions (their work is in the step functions).
+    lines = _kept_lines(mod, remove)
+    header = [
+        "%mk.WiSync = type { i32, i32, i32, i32, ptr, ptr, i32, i32 }",
+        "%mk.WiUniform = type { i64, i64, i64 }",
+        "%mk.WiTg = type { i64, i64, i64 }",
+        "%mk.WiKernel = type { ptr, ptr, i64, ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64, i64, ptr }",
+    ] + type_lines
+    decls = _declarations(mod, uniform, modes) if generated else []
+    # Types go after the module header lines (target triple / datalayout).
+    insert_at = 0
+    for i, ln in enumerate(lines):
+        if ln.startswith(("target ", "source_filename", "; ModuleID")):
+            insert_at = i + 1
+    out = lines[:insert_at] + [""] + header + [""] + lines[insert_at:] + [""] + generated + decls + groups.lines
+    return Result("\n".join(out) + "\n", modes, reasons, force_inline)
+
+
+class AttributeGroups:
+    """The attribute groups the generated functions get, made from the
+    per-thread function's group `g` (one pair per distinct `g`, numbered
+    after the module's own): the step functions' (alwaysinline: each is
+    inlined into the loop) and the loop function's (preferring no scatter).
+    Both drop what the cut makes untrue (_returning). `lines` holds the new
+    groups' definitions."""
+
+    def __init__(self, mod: Module):
+        self.mod = mod
+        self.steps: dict[str, str] = {}
+        self.loops: dict[str, str] = {}
+        self.lines: list[str] = []
+        self.next = max([int(k) for k in mod.attr_groups] + [0]) + 1
+
+    def step_group(self, g: str | None) -> str | None:
+        if g and g not in self.steps and g in self.mod.attr_groups:
+            body = self.mod.attr_groups[g]
+            body = re.sub(r"\b(noinline|optnone|alwaysinline)\b", "", _returning(body))
+            self.steps[g] = str(self.next)
+            self.lines.append(f"attributes #{self.next} = {{ alwaysinline {body.strip()} }}")
+            self.next += 1
+        return self.steps.get(g) if g else None
+
+    def loop_group(self, g: str | None) -> str | None:
+        if g and g not in self.loops and g in self.mod.attr_groups:
+            self.loops[g] = str(self.next)
+            self.lines.append(
+                f"attributes #{self.next} = {{ {_no_scatter(_returning(self.mod.attr_groups[g])).strip()} }}")
+            self.next += 1
+        return self.loops.get(g) if g else None
+
+
+def _returning(body: str) -> str:
+    """The kernel's attributes without what the cut makes untrue: a kernel
+    that loops forever is `noreturn`, but its step functions return at every
+    synchronisation point (and its loop function after every region)."""
+    return re.sub(r"\b(noreturn|mustprogress|willreturn)\b", "", body)
+
+
+def _no_scatter(body: str) -> str:
+    """The attributes of a loop function: those of the kernel, preferring
+    no scatter. In a region loop the vectoriser turns a store to a
+    thread-uniform address under a per-thread condition (`if (lane == 0)
+    partials[sg] = s;`) into a masked scatter per vector of threads, which
+    costs ~20 cycles even with one lane set (Zen 4/5); stores it cannot
+    vectorise otherwise are predicated per lane instead."""
+    if "-prefer-no-scatter" in body:
+        return body.replace("-prefer-no-scatter", "+prefer-no-scatter")
+    if "prefer-no-scatter" in body:
+        return body
+    return re.sub(r'"target-features"="', '"target-features"="+prefer-no-scatter,', body, count=1)
+
+
+def _kept_lines(mod: Module, remove: list[str]) -> list[str]:
+    """The module's lines without the per-thread functions `remove` (their
+    work is in the step functions), each marker declaration that has a
+    fiber-mode body turned into an alias of it."""
     drop = set()
     for f in remove:
         a, b = mod.functions[f]
@@ -157,30 +187,21 @@ def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: 
                 lines.append(f"{_gref(nm)} = hidden alias {sig}, ptr {_gref(FIBER_PREFIX + nm[len('__mk_'):])}")
                 continue
         lines.append(ln)
-    header = [
-        "%mk.WiSync = type { i32, i32, i32, i32, ptr, ptr, i32, i32 }",
-        "%mk.WiUniform = type { i64, i64, i64 }",
-        "%mk.WiTg = type { i64, i64, i64 }",
-        "%mk.WiKernel = type { ptr, ptr, i64, ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64, i64, ptr }",
-    ] + type_lines
-    decls = []
-    if generated:
-        # Weak: null when the whole-simdgroup object is not linked after all.
-        decls += [f"declare extern_weak hidden void @__mk_sgu_{s}(ptr, i32, i32, i32, i32)"
-                  for s in sorted(uniform) if modes.get(s) == "workitem-loops"]
-        if "llvm.memcpy.p0.p0.i64" not in mod.declares:
-            decls.append("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)")
-        if "llvm.umin.i32" not in mod.declares:
-            decls.append("declare i32 @llvm.umin.i32(i32, i32)")
-        if "llvm.umax.i32" not in mod.declares:
-            decls.append("declare i32 @llvm.umax.i32(i32, i32)")
-    # Types go after the module header lines (target triple / datalayout).
-    insert_at = 0
-    for i, ln in enumerate(lines):
-        if ln.startswith(("target ", "source_filename", "; ModuleID")):
-            insert_at = i + 1
-    out = lines[:insert_at] + [""] + header + [""] + lines[insert_at:] + [""] + generated + decls + new_attr_lines
-    return Result("\n".join(out) + "\n", modes, reasons, force_inline)
+    return lines
+
+
+def _declarations(mod: Module, uniform, modes: dict[int, str]) -> list[str]:
+    """What the generated code calls and the module may not declare yet."""
+    # Weak: null when the whole-simdgroup object is not linked after all.
+    decls = [f"declare extern_weak hidden void @__mk_sgu_{s}(ptr, i32, i32, i32, i32)"
+             for s in sorted(uniform) if modes.get(s) == "workitem-loops"]
+    if "llvm.memcpy.p0.p0.i64" not in mod.declares:
+        decls.append("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)")
+    if "llvm.umin.i32" not in mod.declares:
+        decls.append("declare i32 @llvm.umin.i32(i32, i32)")
+    if "llvm.umax.i32" not in mod.declares:
+        decls.append("declare i32 @llvm.umax.i32(i32, i32)")
+    return decls
 
 
 def _decl_type(line: str, name: str) -> str:
