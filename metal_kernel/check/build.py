@@ -3,7 +3,7 @@ instrumentation pass in the middle.
 
     rewritten C++ --clang -O2 -gline-tables-only, MK_WORKITEM, MK_CHECK--> IR
         --instrument.py (checks, sites; debug info stripped)-->
-        --runtime/workitem.py (every kernel, one region at least)--> IR
+        --runtime/workitem/ (every kernel, one region at least)--> IR
         --clang -O2--> checked kernel library
 
 Called by runtime/compiler.py for CompileOptions(checked=True), so checked

@@ -24,7 +24,7 @@ function ``__mk_wi_<n>(g, x, y, z, lin)`` this pass
    makes to it, so accesses of different threads to neighbouring elements
    never share an entry) and which buffers the kernel may write;
 5. replaces the binding markers by the loads from `g` they stand for and
-   strips the debug information (runtime/workitem.py takes the result).
+   strips the debug information (runtime/workitem/ takes the result).
 """
 
 from __future__ import annotations

@@ -160,7 +160,10 @@ def cache_dir() -> Path:
 def runtime_version() -> str:
     """Hash of everything that shapes a compiled kernel besides its source."""
     h = hashlib.sha256()
-    files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE] + sorted(HERE.glob("*.py"))
+    files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE]
+    # The runtime's Python, subpackages included (the work-item-loop compiler
+    # is runtime/workitem/); include/ is hashed whole above.
+    files += sorted(f for f in HERE.rglob("*.py") if INCLUDE_DIR not in f.parents)
     files += sorted((HERE.parent / "check").glob("*.py"))  # the checked build's passes
     for f in files:
         if f.is_file():

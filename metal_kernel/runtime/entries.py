@@ -142,7 +142,7 @@ def entry_code(spec: EntrySpec, workitem: bool) -> str:
         code += f" {_EXPORT} const unsigned long long __mk_params_{n}[] = {{ {', '.join(codes)} }};"
     if workitem:
         # The kernel as one thread of a group described by `g`, for the
-        # work-item-loop compiler (mk/workitem.h, runtime/workitem.py).
+        # work-item-loop compiler (mk/workitem.h, runtime/workitem/).
         wi = _args(spec, "__mk_g", "__mk_t", "__mk_g")
         code += (
             f' extern "C" __attribute__((visibility("hidden"))) void __mk_wi_{n}('

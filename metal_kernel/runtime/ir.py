@@ -1,6 +1,6 @@
 """Textual LLVM IR, as much of it as the IR passes read: tokens, types,
 calls and the module's top-level layout. Shared by the work-item-loop
-compiler (runtime/workitem.py) and the checking mode's instrumentation
+compiler (runtime/workitem/) and the checking mode's instrumentation
 (check/instrument.py). Input is clang's output: one instruction per line."""
 
 from __future__ import annotations

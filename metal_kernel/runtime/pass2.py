@@ -11,7 +11,7 @@ compiled code rather than from the source text:
 2. Kernels that never synchronise ("direct"): streaming-store variants
    (runtime/streaming.py) and code generation from that IR.
 3. Kernels that synchronise: a second C++ -> IR build with per-thread
-   functions, cut into work-item loops (runtime/workitem.py), then code
+   functions, cut into work-item loops (runtime/workitem/), then code
    generation; on fibers when that is off or fails. Only these kernels
    ever go through the work-item pass. A unit that multiplies simdgroup
    matrices is also built with whole matrices (-DMK_SGU, beside the

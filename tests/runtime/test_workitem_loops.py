@@ -1,4 +1,4 @@
-"""Work-item loops (runtime/workitem.py): kernels with barriers and simd
+"""Work-item loops (runtime/workitem/): kernels with barriers and simd
 functions compiled into loops over the threads of a group. Every kernel is
 checked against torch with poisoned outputs, and against the same kernel on
 fibers (METAL_KERNEL_WORKITEM_LOOPS=0), which must agree bit for bit."""

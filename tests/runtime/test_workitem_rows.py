@@ -1,4 +1,4 @@
-"""How the work-item loops walk the threads of a group (runtime/workitem.py,
+"""How the work-item loops walk the threads of a group (runtime/workitem/,
 loop_text): rows of x, cut at simdgroup boundaries in kernels with simd
 functions; whole simdgroups that start at a multiple of 32 and fit in the row
 go through a loop of exactly 32 threads, the rest piece by piece. These

@@ -1,0 +1,275 @@
+"""Emitting the loop function of a kernel: for the threads [b, e) of a
+group, in rows of x, call the step function of the region they resume at
+and store their new states; return the summary the group driver reads."""
+
+from __future__ import annotations
+
+from .abi import DONE, WIGROUP_SIZE
+from .ir_model import Function
+
+SIMD_WIDTH = 32  # MK_SIMD_WIDTH
+
+
+def chunked(fn: Function) -> bool:
+    """Rows of the region loops end at simdgroup boundaries."""
+    return any(sp.kind == "simd" for sp in fn.syncs)
+
+
+def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None) -> list[str]:
+    """loop(g, slots, stage, frames, states, b, e, resume): threads
+    [b, e) in rows of x (x innermost, so ids stay affine), each from
+    `resume` to its next cut; returns the summary the driver reads
+    (mk/workitem.h, Summary: lowest state, highest state other than DONE,
+    number of threads DONE, span of the threads not DONE).
+
+    In kernels with simd functions a row is cut at simdgroup boundaries
+    (lane ids affine in each inner loop), and whole simdgroups go through
+    a loop of exactly MK_SIMD_WIDTH threads starting at a multiple of 32:
+    its trip count is a constant (no vectoriser set-up, remainder or
+    overflow checks per simdgroup) and the lane of every iteration is
+    known, so `lane == 0` conditions fold to one scalar store. When
+    every exit of the region is the same point, a simdgroup's states are
+    one vector store and the summary is known without reading them;
+    otherwise one loop over the states of [b, e) after the region (not
+    one per row) computes it."""
+    n = fn.sym
+    group = loop_group or fn.attr_group
+    attr = f" #{group}" if group else ""
+    out = [
+        (f"define internal {{ i64, i64 }} @__mk_wiloop_{n}("
+         f"ptr noalias readonly dereferenceable({WIGROUP_SIZE}) align 8 %g, ptr noalias %slots, ptr noalias %stage, "
+         f"ptr %frames, ptr noalias %states, i32 %b, i32 %e, i32 %resume){attr} {{"),
+        "entry:",
+        "  %gsx = load i32, ptr %g, align 4",
+        "  %gsyp = getelementptr inbounds i8, ptr %g, i64 4",
+        "  %gsy = load i32, ptr %gsyp, align 4",
+        "  switch i32 %resume, label %done [",
+    ]
+    for k in range(len(fn.syncs) + 1):
+        out.append(f"    i32 {k}, label %L{k}.pre")
+    out.append("  ]")
+    chunk = chunked(fn)
+    for k in range(len(fn.syncs) + 1):
+        out += _region_rows(n, k, chunk, exits[k])
+        out += _summary(k, exits[k])
+        out += _packed_summary(k)
+    # no thread: lowest state ~0, no live thread (live_lo 0xffff)
+    out += ["done:", f"  ret {{ i64, i64 }} {{ i64 4294967295, i64 {0xFFFF << 32} }}", "}", ""]
+    return out
+
+
+def _call_step(n: int, k: int, x: str, tid: str, suffix: str, store_state: bool = True) -> list[str]:
+    """The call of region k's step for one thread, and the store of
+    its new state unless the caller stores the states itself."""
+    call = [(f"  %r{suffix} = call i32 @__mk_wistep_{n}_{k}(ptr %g, ptr %slots, ptr %stage, ptr %frames, "
+             f"i32 {x}, i32 %y{k}, i32 %z{k}, i32 {tid})")]
+    if not store_state:
+        return call
+    return call + [
+        f"  %t64{suffix} = zext i32 {tid} to i64",
+        f"  %sp{suffix} = getelementptr inbounds i32, ptr %states, i64 %t64{suffix}",
+        f"  store i32 %r{suffix}, ptr %sp{suffix}, align 4",
+    ]
+
+
+def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int]) -> list[str]:
+    """Region k over the threads [b, e), row by row (x innermost); a row in
+    pieces at simdgroup boundaries when `chunk`."""
+    out = [
+        # (x, y, z) of the first thread, then stepped row by row
+        # (no division per row)
+        f"L{k}.pre:",
+        f"  %bx{k} = urem i32 %b, %gsx",
+        f"  %byz{k} = udiv i32 %b, %gsx",
+        f"  %by{k} = urem i32 %byz{k}, %gsy",
+        f"  %bz{k} = udiv i32 %byz{k}, %gsy",
+        f"  br label %L{k}.outer",
+        f"L{k}.outer:",
+        f"  %lin{k} = phi i32 [ %b, %L{k}.pre ], [ %next{k}, %L{k}.step ]",
+        f"  %x0.{k} = phi i32 [ %bx{k}, %L{k}.pre ], [ %nx{k}, %L{k}.step ]",
+        f"  %y{k} = phi i32 [ %by{k}, %L{k}.pre ], [ %ny{k}, %L{k}.step ]",
+        f"  %z{k} = phi i32 [ %bz{k}, %L{k}.pre ], [ %nz{k}, %L{k}.step ]",
+        f"  %more{k} = icmp ult i32 %lin{k}, %e",
+        f"  br i1 %more{k}, label %L{k}.row, label %L{k}.end",
+        f"L{k}.row:",
+        f"  %row{k} = sub i32 %lin{k}, %x0.{k}",
+        f"  %left{k} = sub i32 %e, %row{k}",
+        f"  %x1w.{k} = call i32 @llvm.umin.i32(i32 %left{k}, i32 %gsx)",
+    ]
+    if chunk:
+        out += _whole_simdgroups(n, k, exits_k)
+    else:
+        out += [f"  %x1.{k} = add i32 %x1w.{k}, 0", f"  br label %L{k}.inner"]
+    prev = f"%L{k}.row"
+    out += [
+        # the threads of this piece: only the kernel's code and the state
+        f"L{k}.inner:",
+        f"  %x{k} = phi i32 [ %x0.{k}, {prev} ], [ %xn{k}, %L{k}.inner ]",
+        f"  %tid{k} = add i32 %row{k}, %x{k}",
+    ]
+    out += _call_step(n, k, f"%x{k}", f"%tid{k}", f"{k}")
+    out += [
+        f"  %xn{k} = add nuw i32 %x{k}, 1",
+        f"  %c{k} = icmp ult i32 %xn{k}, %x1.{k}",
+        f"  br i1 %c{k}, label %L{k}.inner, label %L{k}.step",
+        f"L{k}.step:",
+        f"  %xe{k} = phi i32 [ %x1.{k}, %L{k}.inner ]"
+        + (f", [ %xce{k}, %L{k}.cexit ]" if chunk else ""),
+        f"  %next{k} = add i32 %row{k}, %xe{k}",
+        # the next piece starts at xe, or at the start of the next y (z)
+        f"  %wrap{k} = icmp eq i32 %xe{k}, %gsx",
+        f"  %nx{k} = select i1 %wrap{k}, i32 0, i32 %xe{k}",
+        f"  %y1.{k} = add i32 %y{k}, 1",
+        f"  %ywrap{k} = icmp eq i32 %y1.{k}, %gsy",
+        f"  %yw{k} = select i1 %ywrap{k}, i32 0, i32 %y1.{k}",
+        f"  %z1.{k} = add i32 %z{k}, 1",
+        f"  %zw{k} = select i1 %ywrap{k}, i32 %z1.{k}, i32 %z{k}",
+        f"  %ny{k} = select i1 %wrap{k}, i32 %yw{k}, i32 %y{k}",
+        f"  %nz{k} = select i1 %wrap{k}, i32 %zw{k}, i32 %z{k}",
+        f"  br label %L{k}.outer",
+        # an empty range: the summary of no thread
+        f"L{k}.end:",
+        f"  %any{k} = icmp ult i32 %b, %e",
+        f"  br i1 %any{k}, label %L{k}.summ, label %done",
+        f"L{k}.summ:",
+    ]
+    return out
+
+
+def _whole_simdgroups(n: int, k: int, exits_k: set[int]) -> list[str]:
+    """A row in pieces: whole simdgroups from an aligned start, each
+    through a loop of exactly SIMD_WIDTH threads, else the threads up to the
+    next simdgroup boundary (the branch to L<k>.inner)."""
+    # A piece of a row: up to the next simdgroup boundary, or as
+    # many whole simdgroups as the row holds from an aligned start.
+    out = [
+        f"  %cb{k} = and i32 %lin{k}, -{SIMD_WIDTH}",
+        f"  %ce{k} = add i32 %cb{k}, {SIMD_WIDTH}",
+        f"  %cl{k} = sub i32 %ce{k}, %row{k}",
+        f"  %x1.{k} = call i32 @llvm.umin.i32(i32 %x1w.{k}, i32 %cl{k})",
+        f"  %room{k} = sub i32 %x1w.{k}, %x0.{k}",
+        f"  %nch{k} = lshr i32 %room{k}, 5",
+        f"  %alg{k} = icmp eq i32 %cb{k}, %lin{k}",
+        f"  %hasch{k} = icmp ne i32 %nch{k}, 0",
+        f"  %full{k} = and i1 %alg{k}, %hasch{k}",
+        f"  br i1 %full{k}, label %L{k}.chunk, label %L{k}.inner",
+        # whole simdgroups: j-th one starts at thread cb + 32 j
+        f"L{k}.chunk:",
+        f"  %j{k} = phi i32 [ 0, %L{k}.row ], [ %jn{k}, %L{k}.clatch ]",
+        f"  %jo{k} = shl i32 %j{k}, 5",
+        f"  %cx{k} = add i32 %x0.{k}, %jo{k}",
+        f"  %ct{k} = add i32 %cb{k}, %jo{k}",
+        f"  br label %L{k}.cinner",
+        f"L{k}.cinner:",
+        f"  %i{k} = phi i32 [ 0, %L{k}.chunk ], [ %in{k}, %L{k}.cinner ]",
+        f"  %xc{k} = add i32 %cx{k}, %i{k}",
+        f"  %tc{k} = add nuw nsw i32 %ct{k}, %i{k}",
+    ]
+    # Every thread of a single-exit region ends at the same point:
+    # the simdgroup's states are one aligned vector store after
+    # its loop (not 32 stores the unroller splits unevenly).
+    single = len(exits_k) == 1
+    out += _call_step(n, k, f"%xc{k}", f"%tc{k}", f"c{k}", store_state=not single)
+    out += [
+        f"  %in{k} = add nuw nsw i32 %i{k}, 1",
+        f"  %ic{k} = icmp ult i32 %in{k}, {SIMD_WIDTH}",
+        f"  br i1 %ic{k}, label %L{k}.cinner, label %L{k}.clatch",
+        f"L{k}.clatch:",
+    ]
+    if single:
+        (c,) = exits_k
+        out += [
+            f"  %ct64.{k} = zext i32 %ct{k} to i64",
+            f"  %csp{k} = getelementptr inbounds i32, ptr %states, i64 %ct64.{k}",
+            f"  store <{SIMD_WIDTH} x i32> <{', '.join([f'i32 {c}'] * SIMD_WIDTH)}>, ptr %csp{k}, align 4",
+        ]
+    out += [
+        f"  %jn{k} = add nuw i32 %j{k}, 1",
+        f"  %jc{k} = icmp ult i32 %jn{k}, %nch{k}",
+        f"  br i1 %jc{k}, label %L{k}.chunk, label %L{k}.cexit",
+        f"L{k}.cexit:",
+        f"  %nchw{k} = shl i32 %nch{k}, 5",
+        f"  %xce{k} = add i32 %x0.{k}, %nchw{k}",
+        f"  br label %L{k}.step",
+    ]
+    return out
+
+
+def _summary(k: int, exits_k: set[int]) -> list[str]:
+    """Region k's summary after its rows: lowest and highest live state,
+    threads DONE and the span of the live ones."""
+    out = []
+    if len(exits_k) == 1:
+        # Every thread ends at the same point: the summary is known.
+        (c,) = exits_k
+        live = 0 if c == DONE else c
+        out += [
+            f"  %cnt{k} = sub i32 %e, %b",
+            f"  %mn{k} = add i32 {c}, 0",
+            f"  %mx{k} = add i32 {live}, 0",
+            f"  %dn{k} = " + (f"add i32 %cnt{k}, 0" if c == DONE else "add i32 0, 0"),
+            f"  %llo{k} = " + ("add i32 65535, 0" if c == DONE else "add i32 %b, 0"),
+            f"  %lhi{k} = " + ("add i32 0, 0" if c == DONE else "add i32 %e, 0"),
+            f"  br label %L{k}.ret",
+        ]
+    else:
+        # The summary, from the states just written: one loop over
+        # [b, e) after the region (no reductions in the kernel's loop,
+        # and one horizontal reduction per call, not per row).
+        out += [
+            f"  br label %L{k}.sum",
+            f"L{k}.sum:",
+            f"  %st{k} = phi i32 [ %b, %L{k}.summ ], [ %stn{k}, %L{k}.sum ]",
+            f"  %smn{k} = phi i32 [ -1, %L{k}.summ ], [ %smn2.{k}, %L{k}.sum ]",
+            f"  %smx{k} = phi i32 [ 0, %L{k}.summ ], [ %smx2.{k}, %L{k}.sum ]",
+            f"  %sdn{k} = phi i32 [ 0, %L{k}.summ ], [ %sdn2.{k}, %L{k}.sum ]",
+            f"  %slo{k} = phi i32 [ 65535, %L{k}.summ ], [ %slo2.{k}, %L{k}.sum ]",
+            f"  %shi{k} = phi i32 [ 0, %L{k}.summ ], [ %shi2.{k}, %L{k}.sum ]",
+            f"  %st64.{k} = zext i32 %st{k} to i64",
+            f"  %ssp{k} = getelementptr inbounds i32, ptr %states, i64 %st64.{k}",
+            f"  %sr{k} = load i32, ptr %ssp{k}, align 4",
+            f"  %isdone{k} = icmp eq i32 %sr{k}, {DONE}",
+            f"  %live{k} = select i1 %isdone{k}, i32 0, i32 %sr{k}",
+            f"  %dbit{k} = zext i1 %isdone{k} to i32",
+            f"  %smn2.{k} = call i32 @llvm.umin.i32(i32 %smn{k}, i32 %sr{k})",
+            f"  %smx2.{k} = call i32 @llvm.umax.i32(i32 %smx{k}, i32 %live{k})",
+            f"  %sdn2.{k} = add i32 %sdn{k}, %dbit{k}",
+            f"  %stn{k} = add nuw i32 %st{k}, 1",
+            # the span of the threads not DONE
+            f"  %lidx{k} = select i1 %isdone{k}, i32 65535, i32 %st{k}",
+            f"  %hidx{k} = select i1 %isdone{k}, i32 0, i32 %stn{k}",
+            f"  %slo2.{k} = call i32 @llvm.umin.i32(i32 %slo{k}, i32 %lidx{k})",
+            f"  %shi2.{k} = call i32 @llvm.umax.i32(i32 %shi{k}, i32 %hidx{k})",
+            f"  %sc{k} = icmp ult i32 %stn{k}, %e",
+            f"  br i1 %sc{k}, label %L{k}.sum, label %L{k}.sumx",
+            f"L{k}.sumx:",
+            f"  %mn{k} = phi i32 [ %smn2.{k}, %L{k}.sum ]",
+            f"  %mx{k} = phi i32 [ %smx2.{k}, %L{k}.sum ]",
+            f"  %dn{k} = phi i32 [ %sdn2.{k}, %L{k}.sum ]",
+            f"  %llo{k} = phi i32 [ %slo2.{k}, %L{k}.sum ]",
+            f"  %lhi{k} = phi i32 [ %shi2.{k}, %L{k}.sum ]",
+            f"  br label %L{k}.ret",
+        ]
+    return out
+
+
+def _packed_summary(k: int) -> list[str]:
+    """The summary packed into the { i64, i64 } the driver reads."""
+    return [
+        f"L{k}.ret:",
+        f"  %mnz{k} = zext i32 %mn{k} to i64",
+        f"  %hiz{k} = zext i32 %mx{k} to i64",
+        f"  %his{k} = shl i64 %hiz{k}, 32",
+        f"  %lo{k} = or i64 %his{k}, %mnz{k}",
+        # ndone | live_lo << 32 | live_hi << 48 (mk/workitem.h, Summary)
+        f"  %dnz{k} = zext i32 %dn{k} to i64",
+        f"  %lloz{k} = zext i32 %llo{k} to i64",
+        f"  %llos{k} = shl i64 %lloz{k}, 32",
+        f"  %lhiz{k} = zext i32 %lhi{k} to i64",
+        f"  %lhis{k} = shl i64 %lhiz{k}, 48",
+        f"  %lsp{k} = or i64 %llos{k}, %lhis{k}",
+        f"  %second{k} = or i64 %lsp{k}, %dnz{k}",
+        f"  %res{k}.0 = insertvalue {{ i64, i64 }} poison, i64 %lo{k}, 0",
+        f"  %res{k} = insertvalue {{ i64, i64 }} %res{k}.0, i64 %second{k}, 1",
+        f"  ret {{ i64, i64 }} %res{k}",
+    ]
