@@ -42,3 +42,46 @@ def test_verify_all_on_the_programs_launches():
         assert "the file's own launch" in r.notes[0]
     out = next(b for b in results["gather"].buffers if b.name == "out")
     assert out.written and out.elements == 300
+
+
+RUNS = r"""
+#include <cstdlib>
+#include <cuda_runtime.h>
+__global__ void add(float* out, const float* a, const float* b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + b[i];
+}
+__global__ void small(float* out, const float* a, const float* b, int n) {
+    int i = threadIdx.x;
+    if (i < n) out[i] = a[i] * b[i];
+}
+int main(int argc, char** argv) {
+    int version = argc > 1 ? atoi(argv[1]) : 1;
+    int n = version == 1 ? 1000 : 8;
+    float *out, *a, *b;
+    cudaMalloc(&out, n * sizeof(float)); cudaMalloc(&a, n * sizeof(float)); cudaMalloc(&b, n * sizeof(float));
+    float h[1000];
+    for (int i = 0; i < n; i++) h[i] = i;
+    cudaMemcpy(a, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(b, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    if (version == 1) add<<<4, 256>>>(out, a, b, n); else small<<<1, 8>>>(out, a, b, n);
+    cudaDeviceSynchronize();
+    return 0;
+}
+"""
+
+
+def test_each_run_keeps_its_own_buffers(tmp_path):
+    # Every run numbers its launches from 0; the second run's first launch
+    # must not replace the bytes the first run's launch recorded.
+    path = tmp_path / "runs.cu"
+    path.write_text(RUNS)
+    captures, problems = capture_launches(RUNS, str(path), runs=[["1"], ["2"]], cwd=str(tmp_path))
+    assert not problems
+    assert set(captures) == {"add", "small"}
+    assert [len(a["data"]) for a in captures["add"]["args"][:3]] == [4000, 4000, 4000]
+    assert [len(a["data"]) for a in captures["small"]["args"][:3]] == [32, 32, 32]
+    assert np.frombuffer(captures["add"]["args"][2]["data"], np.float32)[999] == 999
+    p = port_cuda(RUNS, filename=str(path))
+    results = {r.kernel: r for r in p.verify_all(captures=captures)}
+    assert all(r.ok for r in results.values()), [str(r) for r in results.values()]

@@ -41,9 +41,10 @@ class CallRewriter:
         if name_node is None or name_node.type != "identifier":
             return None
         name = self.text(name_node)
-        if name in self.fnptr_params:
+        if name in self.fnptr_params:  # the functor takes the builtins its function may need first
             self.changed(node)
-            return f"{name}{{}}{self.rw(node.child_by_field_name('arguments'))}"
+            args = [self.rw(a) for a in self.args(node)]
+            return f"{name}{{}}({', '.join(self.facts.functor_builtins + args)})"
         helpers = self.facts.helpers(name)
         if helpers and not self.facts.by_name.get(name, [None])[0].kernel:
             return self.helper_call(node, fn, name, helpers)

@@ -88,22 +88,30 @@ def capture_launches(source: str, filename: str, runs: Sequence[Sequence[str]] =
         exe = build_program(source, filename=filename, include_dirs=include_dirs, defines=defines, capture=True)
     except (CudaCompileError, OSError) as e:
         return {}, [f"the program does not build: {str(e).splitlines()[0]}"]
-    with tempfile.TemporaryDirectory(prefix="mk-capture-") as folder:
-        env = {"MK_CUDA_CAPTURE": folder, "MK_CUDA_CAPTURE_SKIP": "1"}
-        old = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
+    # Each run records into a folder of its own: a run numbers its launches
+    # from 0 and names the buffers' files by them (mkcuda/capture.h), so in
+    # one shared folder a later run overwrote the bytes an earlier run's
+    # launches refer to (a kernel verified on another kernel's buffers).
+    captures: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="mk-capture-") as root:
+        old = {k: os.environ.get(k) for k in ("MK_CUDA_CAPTURE", "MK_CUDA_CAPTURE_SKIP")}
         try:
-            for args in runs:
+            for i, args in enumerate(runs):
+                folder = os.path.join(root, f"run{i}")
+                os.mkdir(folder)
+                os.environ.update({"MK_CUDA_CAPTURE": folder, "MK_CUDA_CAPTURE_SKIP": "1"})
                 r = run_program(exe, args, timeout=timeout, cwd=cwd)
                 if r.timed_out:
                     problems.append(f"run {' '.join(args) or '(no arguments)'} timed out")
+                for spelling, launch in read_captures(folder).items():
+                    captures.setdefault(spelling, launch)  # the first launch of each kernel
         finally:
             for k, v in old.items():
                 if v is None:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-        return read_captures(folder), problems
+        return captures, problems
 
 
 def explicit_instantiations(result, spellings) -> str:

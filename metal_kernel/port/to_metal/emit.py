@@ -313,8 +313,23 @@ class Emitter:
                 for name in sorted(used & set(self.broken_names)):
                     errs += [d for d in self.broken_names[name] if d not in errs]
             for p in ports:
-                p.diagnostics = errs + [d for d in p.diagnostics if d not in errs]
+                own = errs + [d for d in self.functor_errors(p.spelling) if d not in errs]
+                p.diagnostics = own + [d for d in p.diagnostics if d not in own]
                 p.translated = not p.diagnostics
+
+    def functor_errors(self, spelling: str) -> list[Diagnostic]:
+        """MK1024 for an instantiation whose template arguments name a device
+        function needing threadgroup memory or globals (functor())."""
+        out = []
+        for name in re.findall(r"\w+", spelling.partition("<")[2]):
+            if name not in self.facts.functor_args:
+                continue
+            for g in self.facts.helpers(name):
+                needs = self.facts.needs[g.node.start_byte]
+                if g.shared or needs.shared or needs.dynamic or needs.globals:
+                    out.append(self.tr.diagnose("MK1024", g.node, f"'{g.name}' is passed as a template argument "
+                                                "but needs threadgroup memory or global buffers", g.name))
+        return out
 
     def kernels_reaching(self, name: str) -> frozenset:
         out = set()
@@ -490,14 +505,15 @@ class Emitter:
         function pointers, so the template takes this functor type instead.
         Its call forwards the arguments as they are (their address spaces are
         part of the deduced types)."""
-        needs = self.facts.needs[f.node.start_byte]
-        if needs.builtins or needs.shared or needs.dynamic or needs.globals:
-            d = self.tr.diagnose("MK1024", f.node, f"'{f.name}' is passed as a template argument but needs "
-                                                   "the thread's indices or threadgroup memory", f.name)
-            self.errors_by_function.setdefault(f.name, []).append(d)
+        needs = self.facts.needs[f.node.start_byte]  # shared memory & co.: MK1024 (functor_errors)
         name = T.safe_name(f.name)
-        return (f"struct {f.name}_fn {{ template <typename... A> auto operator()(A... a) const "
-                f"{{ return {name}(a...); }} }};")
+        # The builtins (threadIdx & co.) are parameters in Metal: a call through
+        # the template parameter passes those any functor needs
+        # (facts.functor_builtins); this one forwards its own.
+        params = "".join(f"{T.BUILTIN_PARAMS[b][0]} {b}, " for b in self.facts.functor_builtins)
+        forward = "".join(f"{b}, " for b in needs.builtins)
+        return (f"struct {f.name}_fn {{ template <typename... A> auto operator()({params}A... a) const "
+                f"{{ return {name}({forward}a...); }} }};")
 
     @staticmethod
     def disable(text: str, errors: list[Diagnostic]) -> str:

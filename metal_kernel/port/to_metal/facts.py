@@ -123,6 +123,10 @@ class Facts:
     fnptr_aliases: set[str]  # type aliases of function pointer types
     functor_args: set[str]  # device functions passed as template arguments
     needs: dict[int, Needs]  # by the function's node start (overloads differ)
+    # The builtins a call through a function-pointer template parameter
+    # passes first: those any device function used as a template argument
+    # needs (each functor forwards its own; emit.py).
+    functor_builtins: list[str] = field(default_factory=list)
 
     def helpers(self, name: str) -> list[Function]:
         return [f for f in self.by_name.get(name, []) if not f.kernel]
@@ -376,7 +380,19 @@ def collect(src: CudaSource) -> Facts:
             if a in by_name and any(not g.kernel for g in by_name[a]):
                 functor_args.add(a)
     facts = Facts(c.functions, by_name, c.globals, c.file_shared, c.fnptr_aliases, functor_args, {})
-    facts.needs = _needs(facts)
+    fnptr_callers = []
+    for f in c.functions:
+        params = set()
+        plist = f.template.child_by_field_name("parameters") if f.template is not None else None
+        for p in plist.named_children if plist is not None else []:
+            t = p.child_by_field_name("type")
+            if p.type == "parameter_declaration" and t is not None and src.node_text(t) in c.fnptr_aliases:
+                n = declarator_name(p.child_by_field_name("declarator"))
+                if n is not None:
+                    params.add(src.node_text(n))
+        if any(call.callee in params for call in f.calls):
+            fnptr_callers.append(f)
+    facts.needs = _needs(facts, fnptr_callers)
     return facts
 
 
@@ -412,9 +428,12 @@ def call_keys(g: Function, targs: str | None, needs: Needs) -> list[tuple[tuple,
     return out
 
 
-def _needs(facts: Facts) -> dict[int, Needs]:
+def _needs(facts: Facts, fnptr_callers=()) -> dict[int, Needs]:
     """The fixpoint over the call graph, per function (overloads differ):
-    a function needs what it uses and what its callees need."""
+    a function needs what it uses and what its callees need. A function that
+    calls through a function-pointer template parameter needs the builtins
+    of every device function passed as a template argument (the union:
+    facts.functor_builtins)."""
     needs: dict[int, Needs] = {}
     for f in facts.functions:
         n = needs.setdefault(f.node.start_byte, Needs())
@@ -432,6 +451,23 @@ def _needs(facts: Facts) -> dict[int, Needs]:
                 n.shared[(None, name, None)] = v
         if any(v.extern for v in f.shared):
             n.dynamic = True
+    _propagate(facts, needs)
+    union: list[str] = []
+    for name in facts.functor_args:
+        for g in facts.helpers(name):
+            union += [b for b in needs[g.node.start_byte].builtins if b not in union]
+    facts.functor_builtins = sorted(union, key=list(BUILTIN_PARAMS).index)
+    if facts.functor_builtins and fnptr_callers:
+        for f in fnptr_callers:
+            n = needs[f.node.start_byte]
+            n.builtins += [b for b in facts.functor_builtins if b not in n.builtins]
+        _propagate(facts, needs)
+    for n in needs.values():
+        n.builtins.sort(key=list(BUILTIN_PARAMS).index)
+    return needs
+
+
+def _propagate(facts: Facts, needs: dict[int, Needs]) -> None:
     changed = True
     while changed:
         changed = False
@@ -456,6 +492,3 @@ def _needs(facts: Facts) -> dict[int, Needs]:
                     if key not in n.shared:
                         n.shared[key] = v
                         changed = True
-    for n in needs.values():
-        n.builtins.sort(key=list(BUILTIN_PARAMS).index)
-    return needs

@@ -22,6 +22,7 @@ from ..parse import declarator_name, keywords, walk
 from . import table as T
 from .diagnostics import Diagnostic, make
 from .calls import CallRewriter
+from .conversions import BfloatConversions
 from .divergence import WarpChecks
 from .facts import Facts, Function, Param
 from .source import CudaSource
@@ -68,7 +69,7 @@ class Translation:
         return per[sig]
 
 
-class Renderer(CallRewriter, WarpChecks):
+class Renderer(CallRewriter, WarpChecks, BfloatConversions):
     """The Metal text of one function instance (or of a file-scope item); the
     calls are rewritten by calls.CallRewriter, warp masks and divergence
     checked by divergence.WarpChecks."""

@@ -133,10 +133,12 @@ DIAGNOSTICS: dict[str, DiagnosticKind] = {d.code: d for d in [
        "variable the host can write becomes a buffer parameter after the kernel's own, and the launcher "
        "binds it (set it with lib.set_constant).",
        "Nothing to do with the generated launcher; a native host must bind the buffer itself."),
-    _D("MK1024", "error", "function passed as a template argument needs the thread's context",
+    _D("MK1024", "error", "function passed as a template argument needs threadgroup memory",
        "Metal has no function pointers: a device function passed as a template argument becomes a functor "
-       "type, whose call cannot supply the thread indices or threadgroup memory Metal passes as parameters.",
-       "Call the helper directly, or pass the indices to it yourself."),
+       "type. Its call passes the thread indices (threadIdx & co., which Metal passes as parameters), but not "
+       "the function's __shared__ variables, dynamic shared memory or __device__ globals: the kernel template "
+       "does not know which function it calls, so it cannot declare them.",
+       "Call the helper directly, or declare the shared memory in the kernel and pass it to the function."),
     _D("MK1025", "note", "emulated function",
        "Metal has no such function; the port calls a helper written with Metal functions (its accuracy "
        "is within a few units in the last place of CUDA's, not bit for bit).",
