@@ -4,6 +4,7 @@ without its debug information for the passes that follow."""
 
 from __future__ import annotations
 
+import os
 import re
 
 _MD_LINE = re.compile(r"^(!\d+) = (?:distinct )?!(\w+)\((.*)\)\s*$")
@@ -48,9 +49,13 @@ class DebugInfo:
     def _function(self, scope: str) -> str:
         return self._outward(scope, "DISubprogram", "name")
 
-    def _is_user(self, file: str) -> bool:
-        return bool(file) and not any(file.startswith(d) for d in self.runtime_dirs) and \
-            not file.endswith("kernel.cpp")
+    def _is_user(self, file: str, scope: str) -> bool:
+        if not file or file.endswith("kernel.cpp"):
+            return False
+        # clang writes a header below the compile's directory relative to it
+        # (a checkout under /tmp, built in /tmp/...): compare absolute paths.
+        where = os.path.normpath(os.path.join(self._outward(scope, "DIFile", "directory"), file))
+        return not any(where.startswith(d) or file.startswith(d) for d in self.runtime_dirs)
 
     def site(self, dbg: str) -> tuple[str, int, int, str] | None:
         """(file, line, column, function) of the innermost frame of `dbg`
@@ -68,7 +73,7 @@ class DebugInfo:
             f = node[1]
             scope = f.get("scope", "")
             file = self._file(scope)
-            if self._is_user(file):
+            if self._is_user(file, scope):
                 out = (file, int(f.get("line", "0")), int(f.get("column", "0")), self._function(scope))
                 break
             loc = f.get("inlinedAt", "")
