@@ -36,29 +36,19 @@ def build_checked(ctx: pass2.Context, result, opts, source: str, out_base: str,
     library's metadata (kernels, sites, what each kernel writes)."""
     tmp = ctx.tmp
     wanted = [k for k in result.kernels if symbols is None or k.symbol in symbols]
-    cpp = result.source([k.symbol for k in wanted], workitem=True)
+    syms = [k.symbol for k in wanted]
+    cpp = result.source(syms, workitem=True)
     defines = ["-DMK_WORKITEM=1", "-DMK_CHECK=1"]
     flags = [f for f in ctx.flags(*defines) if f != "-g0"] + FIRST_STAGE_FLAGS
     proc, ll = ctx.to_ir(cpp, "kernel.ll", *defines, flags=flags)
     if proc.returncode != 0:
         raise C._error(proc.stderr, opts, source, tmp, result)
-    syms = [k.symbol for k in wanted]
     text = Path(ll).read_text()
     index = pass2.IRIndex(text)
     kernels_out = [dataclasses.replace(k, tg_bytes=index.tg_bytes(f"__mk_entry_{k.symbol}")) for k in wanted]
-    # Helpers the optimiser kept out of line: inline them, so that their
+    # Helpers the optimiser kept out of line are inlined, so that their
     # accesses are checked with the kernel's thread and objects.
-    for _ in range(2):
-        helpers = I.functions_to_inline(text, syms)
-        if not helpers:
-            break
-        Path(ll).write_text(pass2._force_inline(text, helpers))
-        ll2 = os.path.join(tmp, "kernel.inl.ll")
-        p2 = subprocess.run(ctx.tc.cxx(ll, opts.optimize, "-w", "-S", "-emit-llvm", "-o", ll2),
-                            capture_output=True, text=True, cwd=tmp)
-        if p2.returncode != 0:
-            break
-        text = Path(ll2).read_text()
+    text = _inline_helpers(ctx, ll, text, syms, "kernel.inl.ll")
     inst = I.instrument(text, syms)
     text = _declare(inst.text)
     try:
@@ -108,24 +98,31 @@ def kernel_facts(ctx: pass2.Context, result, symbol: int) -> dict:
     proc, ll = ctx.to_ir(cpp, f"facts{symbol}.ll", *defines, flags=flags)
     if proc.returncode != 0:
         return {"writes_unknown": True, "why": "its per-thread function did not compile"}
-    text = Path(ll).read_text()
-    for _ in range(2):
-        helpers = I.functions_to_inline(text, [symbol])
-        if not helpers:
-            break
-        Path(ll).write_text(pass2._force_inline(text, helpers))
-        ll2 = os.path.join(ctx.tmp, f"facts{symbol}.inl.ll")
-        p2 = subprocess.run(ctx.tc.cxx(ll, ctx.optimize, "-w", "-S", "-emit-llvm", "-o", ll2),
-                            capture_output=True, text=True, cwd=ctx.tmp)
-        if p2.returncode != 0:
-            break
-        text = Path(ll2).read_text()
+    text = _inline_helpers(ctx, ll, Path(ll).read_text(), [symbol], f"facts{symbol}.inl.ll")
     if I.functions_to_inline(text, [symbol]):
         return {"writes_unknown": True, "why": "it calls functions that stay out of line"}
     info = I.describe(text, [symbol]).get(symbol)
     if info is None or info.not_instrumented:
         return {"writes_unknown": True, "why": info.not_instrumented if info else "no per-thread function"}
     return info.to_json()
+
+
+def _inline_helpers(ctx: pass2.Context, ll: str, text: str, syms: list[int], out_name: str) -> str:
+    """`text` (the IR in file `ll`) with the helpers the optimiser kept out
+    of line inlined and optimised again (two rounds), so that their accesses
+    are seen with the kernel's thread and objects."""
+    for _ in range(2):
+        helpers = I.functions_to_inline(text, syms)
+        if not helpers:
+            break
+        Path(ll).write_text(pass2._force_inline(text, helpers))
+        out = os.path.join(ctx.tmp, out_name)
+        proc = subprocess.run(ctx.tc.cxx(ll, ctx.optimize, "-w", "-S", "-emit-llvm", "-o", out),
+                              capture_output=True, text=True, cwd=ctx.tmp)
+        if proc.returncode != 0:
+            break
+        text = Path(out).read_text()
+    return text
 
 
 def _unchecked_build(ctx: pass2.Context, result, opts, source: str, out_base: str, syms: list[int],

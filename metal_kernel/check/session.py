@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 
+from ..runtime.binding import allocation_bounds
 from ..runtime.compiler import CompileOptions
 from ..runtime.errors import KernelError
 from ..runtime.library import Kernel, Library, load_library
@@ -244,16 +245,7 @@ def _addressable(arg, ptr: int, size: int) -> tuple[int, int]:
         st = arg.untyped_storage()
         return st.data_ptr(), st.nbytes()
     if type(arg).__module__ == "numpy" and type(arg).__name__ == "ndarray":
-        import numpy as np
-
-        root = arg
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        try:
-            from numpy.lib.array_utils import byte_bounds
-        except ImportError:  # numpy < 2
-            byte_bounds = np.byte_bounds
-        lo, hi = byte_bounds(root)
+        lo, hi = allocation_bounds(arg)
         return lo, hi - lo
     return ptr, size
 

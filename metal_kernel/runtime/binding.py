@@ -176,10 +176,18 @@ def _numpy_binding(a, index: int, kernel: str):
 def array_extent(a, what: str):
     """A numpy array's address and the bytes from there to the end of its
     underlying allocation (the CUDA binder shares it)."""
-    import numpy as np
-
     if a.dtype.hasobject:
         raise TypeError(f"{what} is an object array; not bindable")
+    _, hi = allocation_bounds(a)
+    ptr = a.__array_interface__["data"][0]
+    return ptr, hi - ptr
+
+
+def allocation_bounds(a) -> tuple[int, int]:
+    """First and one-past-last byte address of the allocation under numpy
+    array `a` (its outermost base array)."""
+    import numpy as np
+
     root = a
     while isinstance(root.base, np.ndarray):
         root = root.base
@@ -187,9 +195,7 @@ def array_extent(a, what: str):
         from numpy.lib.array_utils import byte_bounds
     except ImportError:  # numpy < 2
         byte_bounds = np.byte_bounds
-    lo, hi = byte_bounds(root)
-    ptr = a.__array_interface__["data"][0]
-    return ptr, hi - ptr
+    return byte_bounds(root)
 
 
 def _shape_strides(a) -> tuple[tuple[int, ...], tuple[int, ...]]:

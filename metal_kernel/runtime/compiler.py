@@ -406,34 +406,39 @@ class CompiledLibrary:
         tc = find_toolchain()
         with tempfile.TemporaryDirectory(prefix="mk-facts-", dir=self.objects.parent) as tmp:
             with self._lock:
-                if self._rewrite is None:
-                    pp_path = self.objects / f"{self.key}.pp"
-                    pp = pp_path.read_text() if pp_path.exists() else preprocess(self.source, self.opts, tc, tmp)
-                    self._rewrite = frontend_of(self.opts).rewrite(pp, dict(self.opts.function_constants))
-            facts = kernel_facts(_context(tc, self.opts, self.objects, tmp), self._rewrite, symbol)
+                rewritten = self._rewritten(tc, tmp)
+            facts = kernel_facts(_context(tc, self.opts, self.objects, tmp), rewritten, symbol)
         _atomic_write(path, json.dumps(facts).encode())
         return facts
+
+    def _rewritten(self, tc: Toolchain, tmp: str) -> RewriteResult:
+        """The file rewritten (once per library): from the preprocessed text a
+        large file keeps in the cache, else preprocessed again (a small file's
+        store facts). Called under self._lock."""
+        if self._rewrite is None:
+            pp_path = self.objects / f"{self.key}.pp"
+            pp = pp_path.read_text() if pp_path.exists() else preprocess(self.source, self.opts, tc, tmp)
+            self._rewrite = frontend_of(self.opts).rewrite(pp, dict(self.opts.function_constants))
+        return self._rewrite
 
     def _build(self, symbols: list[int]) -> list[KernelEntry]:
         tc = find_toolchain()
         with tempfile.TemporaryDirectory(prefix="mk-build-", dir=self.objects.parent) as tmp:
-            if self._rewrite is None:
-                pp = (self.objects / f"{self.key}.pp").read_text()
-                self._rewrite = frontend_of(self.opts).rewrite(pp, dict(self.opts.function_constants))
+            rewritten = self._rewritten(tc, tmp)
             base = f"{self.key}.k{symbols[0]}-{os.urandom(4).hex()}"
             ctx = _context(tc, self.opts, self.objects, tmp)
             if self.opts.checked:
                 from ..check.build import build_checked
 
-                meta = build_checked(ctx, self._rewrite, self.opts, self.source, os.path.join(tmp, base), symbols)
+                meta = build_checked(ctx, rewritten, self.opts, self.source, os.path.join(tmp, base), symbols)
                 # the unit's facts first: an entry is only trusted once they exist
                 _atomic_write(self.objects / f"{base}.check.json", json.dumps(meta["check"]).encode())
                 got = _entries_from_json(meta["kernels"])
             else:
                 try:
-                    got = pass2.build_unit(ctx, self._rewrite, symbols, os.path.join(tmp, base))
+                    got = pass2.build_unit(ctx, rewritten, symbols, os.path.join(tmp, base))
                 except pass2.BuildError as e:
-                    raise _error(e.proc.stderr, self.opts, self.source, tmp, self._rewrite) from None
+                    raise _error(e.proc.stderr, self.opts, self.source, tmp, rewritten) from None
             _publish(tmp, base, self.objects)
         return got
 
