@@ -4,6 +4,7 @@ file's own CPU reference code.
 
     python benchmarks/llmc_cuda.py --llmc DIR [--only layernorm_forward.cu ...] [--timeout 300]
     python benchmarks/llmc_cuda.py --llmc DIR --nvcc     # the same runs on an NVIDIA GPU (baseline)
+    python benchmarks/llmc_cuda.py --llmc DIR --nvcc --sanitizer racecheck   # under compute-sanitizer
 
 DIR is a checkout of github.com/karpathy/llm.c (never copied into this
 repository). Each file is built as a whole program for the CPU
@@ -19,7 +20,11 @@ problem sizes in main shrink (B -> 1, T -> 128; C, NH, V as written), and
 common.h's benchmark_kernel times zero repetitions (the correctness check
 runs every kernel as written; only the timing loop is skipped). --nvcc
 builds the same edited files with llm.c's own nvcc flags and runs them on
-the GPU, to tell this runtime's failures from the files' own.
+the GPU, to tell this runtime's failures from the files' own. --sanitizer TOOL
+runs each GPU version under NVIDIA's compute-sanitizer with that tool
+(racecheck, memcheck, synccheck, initcheck) and records, per version, what
+it reports and in which kernels: the ground truth for this project's own
+checker on the same files (benchmarks/llmc_port.py compares the two).
 """
 
 from __future__ import annotations
@@ -76,9 +81,9 @@ class BuildError(Exception):
 
 
 def build(path: Path, text: str, nvcc: bool) -> Path:
-    if nvcc:  # llm.c's dev/cuda/Makefile flags, for the GPU at hand
+    if nvcc:  # llm.c's dev/cuda/Makefile flags, for the GPU at hand (+ line info for the sanitizer's reports)
         exe = path.with_suffix("")
-        proc = subprocess.run(["nvcc", "-O3", "--use_fast_math", "-arch=native", "-std=c++17", str(path),
+        proc = subprocess.run(["nvcc", "-O3", "--use_fast_math", "-arch=native", "-std=c++17", "-lineinfo", str(path),
                                "-lcublas", "-lcublasLt", "-o", str(exe)], capture_output=True, text=True)
         if proc.returncode != 0:
             raise BuildError(([ln for ln in proc.stderr.splitlines() if "error" in ln] or ["nvcc failed"])[0])
@@ -92,9 +97,10 @@ def build(path: Path, text: str, nvcc: bool) -> Path:
         raise BuildError(str(e).splitlines()[0]) from None
 
 
-def run(exe: Path, args, timeout: float, cwd: str):
+def run(exe: Path, args, timeout: float, cwd: str, prefix=()):
     try:
-        proc = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+        proc = subprocess.run([*prefix, str(exe), *map(str, args)], capture_output=True, text=True,
+                              timeout=timeout, cwd=cwd)
         return proc.returncode, proc.stdout, proc.stderr, False
     except subprocess.TimeoutExpired:
         return -1, "", "", True
@@ -113,6 +119,49 @@ def why(returncode: int, stdout: str, stderr: str, timed_out: bool) -> str:
     return f"exit code {returncode}: {tail[0][:120]}"
 
 
+# compute-sanitizer's report lines, e.g. "========= Error: Race reported between Write access at
+# kernel4(float *, int)+0x90 in softmax_forward.cu:123" / "=========     and Read access at ..." and,
+# for memcheck, "========= Invalid __global__ read of size 4 bytes" / "=========     at kernel(...)+0x1a0
+# in a.cu:12".
+_SAN_LINE = re.compile(r"^========= (?:(Error|Warning): )?(.*)$")
+_SAN_AT = re.compile(r"\bat (?:.*?\s)?(\w+)(?:<.*?>)?\((?:.*?\)\+0x[0-9a-f]+(?: in (?:.*/)?([\w.]+):(\d+))?|[^)]*$)")
+_SAN_SUMMARY = re.compile(r"(?:ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, "
+                          r"(\d+) warnings?\))")
+_SAN_HEAD = ("Invalid", "Race", "Barrier", "Uninitialized", "Misaligned", "Potential")
+
+
+def sanitizer_findings(text: str) -> dict:
+    """What compute-sanitizer said about one run: {"errors", "warnings",
+    "kernels": {kernel: [reports, each with the first access's file:line]},
+    "report": its first report lines}."""
+    out = {"errors": 0, "warnings": 0, "kernels": {}, "report": []}
+    current = None
+    for line in text.splitlines():
+        m = _SAN_SUMMARY.search(line)
+        if m:
+            if m.group(1) is not None:
+                out["errors"] = max(out["errors"], int(m.group(1)))
+            else:
+                out["errors"], out["warnings"] = max(out["errors"], int(m.group(3))), int(m.group(4))
+            continue
+        m = _SAN_LINE.match(line)
+        if not m:
+            continue
+        body = m.group(2).strip()
+        if body and "Host Frame" not in body and len(out["report"]) < 40:
+            out["report"].append(line[:400])
+        if m.group(1) or body.startswith(_SAN_HEAD):
+            current = (m.group(1) or "Error") + ": " + body.split(" at ")[0]
+        at = _SAN_AT.search(body)
+        if at and current:
+            msg = current + (f" ({at.group(2)}:{at.group(3)})" if at.group(2) else "")
+            msgs = out["kernels"].setdefault(at.group(1), [])
+            if len(msgs) < 8 and msg not in msgs:
+                msgs.append(msg[:200])
+            current = None
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llmc", required=True, help="a checkout of llm.c")
@@ -120,6 +169,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per kernel version")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--nvcc", action="store_true", help="build with nvcc and run on the GPU instead")
+    ap.add_argument("--sanitizer", choices=("racecheck", "memcheck", "synccheck", "initcheck"),
+                    help="with --nvcc: run every version under compute-sanitizer --tool TOOL and record its reports")
+    ap.add_argument("--jobs", type=int, default=1, help="versions run at once (GPU runs)")
     ap.add_argument("--baseline", help="a --json of a --nvcc run: the table shows both")
     ap.add_argument("--table", help="only print the table for this --json of an earlier run (with --baseline)")
     args = ap.parse_args()
@@ -163,8 +215,17 @@ def main():
                 results.append(entry)
                 print(f"{name}: does not build: {entry['build']}", flush=True)
                 continue
-            for v in versions or [None]:
-                rc, out, err, timed_out = run(exe, [] if v is None else [v], args.timeout, str(work))
+            prefix = (["compute-sanitizer", "--tool", args.sanitizer, "--print-limit", "50"]
+                      if args.sanitizer else [])
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+                runs = list(pool.map(lambda v: run(exe, [] if v is None else [v], args.timeout, str(work), prefix),
+                                     versions or [None]))
+            for v, (rc, out, err, timed_out) in zip(versions or [None], runs):
+                if args.sanitizer:
+                    entry.setdefault("sanitizer", {})[str(v)] = {**sanitizer_findings(out + err),
+                                                                 "timed_out": timed_out}
                 ok = rc == 0 and "All results match" in out
                 if "Invalid kernel number" in out + err:
                     entry["not_built"].append(v)  # behind an #if the file's main is not built with (cuDNN)

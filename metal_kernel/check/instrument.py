@@ -106,6 +106,7 @@ class Access:
     elem_align: int
     kind: str      # "load", "store", "atomic", "copy", "set"
     float_atomic: bool = False
+    stored: tuple[str, str] | None = None  # a plain store's (type, value): checked as silent or not
 
 
 def _access(text: str, layout: Layout) -> Access | None:
@@ -130,10 +131,11 @@ def _access(text: str, layout: Layout) -> Access | None:
         atomic = rest.startswith("atomic")
         rest = re.sub(r"^(atomic\s+)?(volatile\s+)?", "", rest)
         parts = _split_top(rest)
-        t, _ = parse_type(parts[0], 0)
+        t, end = parse_type(parts[0], 0)
         ptr = _operand_value(parts[1])
+        stored = None if atomic else (parts[0][:end].strip(), parts[0][end:].strip())
         return Access(0, [(ptr, "write")], str(layout.store_size(t)), A_WRITE | (A_ATOMIC if atomic else 0),
-                      layout.element_align(t), "store")
+                      layout.element_align(t), "store", stored=stored)
     if op == "atomicrmw":
         rest = re.sub(r"^atomicrmw\s+(volatile\s+)?", "", body)
         parts = _split_top(rest)
@@ -275,7 +277,16 @@ class Instrumenter:
                 elif r.kind == "unknown" and bits & (A_WRITE | A_ATOMIC):
                     info.writes_unknown = True
                 self_tmp = self._tmp(fn)
-                pre.append(f"  {self_tmp} = call ptr {self._check_call(fn, r, ptr, acc.size, bits, site, shadow_of)}")
+                call = self._check_call(fn, r, ptr, acc.size, bits, site, shadow_of)
+                if acc.stored and r.kind in ("buf", "tg", "tgp") and acc.size.isdigit() and int(acc.size) <= 64:
+                    # The value goes along, so that a store leaving memory as
+                    # it was is no access for racecheck (mk/check.h *_st).
+                    val = f"%mk.val{len(entry_extra)}"
+                    entry_extra.append(f"  {val} = alloca {acc.stored[0]}")
+                    pre.append(f"  store {acc.stored[0]} {acc.stored[1]}, ptr {val}")
+                    call = call.replace("@__mk_chk_buf(", "@__mk_chk_buf_st(").replace(
+                        "@__mk_chk_tg(", "@__mk_chk_tg_st(")[:-1] + f", ptr {val})"
+                pre.append(f"  {self_tmp} = call ptr {call}")
                 new_ptrs.append(self_tmp)
             if all(p is None for p in new_ptrs):
                 continue

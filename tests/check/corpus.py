@@ -247,6 +247,24 @@ kernel void race_tg_histogram(device const uint* x [[buffer(0)]], device uint* h
 }""", lambda lib: lib.race_tg_histogram(torch.arange(64, dtype=torch.int32), poison(8, dtype=torch.int32),
                                         threads=64, group_size=64)),
 
+    # Every lane stores its own value where llm.c's layernorm stores one
+    # value per simdgroup without a lane-0 guard: the stores differ.
+    Case("race_warp_slot_values", "race", """
+kernel void race_warp_slot_values(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                                  uint gid [[thread_position_in_grid]], uint lid [[thread_position_in_threadgroup]],
+                                  uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup float part[2];
+  part[sg] = x[gid];  // BUG
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[gid] = part[0] + part[1];
+}""", lambda lib: lib.race_warp_slot_values(f32(64), poison(64), threads=64, group_size=64)),
+    # Every group writes the whole output, each its own values.
+    Case("race_groups_overwrite", "race", """
+kernel void race_groups_overwrite(device float* out [[buffer(0)]], uint lid [[thread_position_in_threadgroup]],
+                                  uint tg [[threadgroup_position_in_grid]]) {
+  out[lid] = float(tg);  // BUG
+}""", lambda lib: lib.race_groups_overwrite(poison(32), threads=128, group_size=32)),
+
     # ---- barrier divergence (synccheck) ----
     Case("div_branch", "divergence", """
 kernel void div_branch(device float* out [[buffer(0)]], uint lid [[thread_position_in_threadgroup]]) {
@@ -824,6 +842,26 @@ kernel void clean_partial_simdgroup(device const float* x [[buffer(0)]], device 
                                     uint lid [[thread_position_in_threadgroup]]) {
   y[lid] = simd_sum(x[lid]) + simd_shuffle_xor(x[lid], 1u);
 }""", lambda lib: lib.clean_partial_simdgroup(f32(48), poison(48), threads=48, group_size=48)),
+    # Every lane stores the same value (its simdgroup's sum) in its
+    # simdgroup's slot: the stores that follow the first change no byte, so
+    # no order of them can matter (compute-sanitizer's racecheck agrees:
+    # benchmarks/results/sanitizer_h200.json, probe "same_value_in_warp").
+    Case("clean_warp_slot_unguarded", "", """
+kernel void clean_warp_slot_unguarded(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                                      uint gid [[thread_position_in_grid]],
+                                      uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup float part[2];
+  part[sg] = simd_sum(x[gid]);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[gid] = part[0] + part[1];
+}""", lambda lib: lib.clean_warp_slot_unguarded(f32(64), poison(64), threads=64, group_size=64)),
+    # Every group computes and stores the same whole row (llm.c's
+    # attention_backward kernel1 ignores blockIdx.y the same way).
+    Case("clean_groups_same_values", "", """
+kernel void clean_groups_same_values(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                                     uint lid [[thread_position_in_threadgroup]]) {
+  out[lid] = 2.0f * x[lid];
+}""", lambda lib: lib.clean_groups_same_values(f32(32), poison(32), threads=128, group_size=32)),
     Case("clean_ring_neighbours", "", """
 kernel void clean_ring_neighbours(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
                                   uint lid [[thread_position_in_threadgroup]], uint nt [[threads_per_threadgroup]],

@@ -63,6 +63,7 @@ enum : uint32_t {
   A_READ = 1,
   A_WRITE = 2,
   A_ATOMIC = 4,
+  A_SILENT = 8,         // set by the *_st entry points: a store that leaves every byte as it was
   A_ALIGN_SHIFT = 4,    // bits 4..7: log2(element size)
   A_GRANULE_SHIFT = 8,  // bits 8..11: log2(granule) of the root's shadow
 };
@@ -344,6 +345,7 @@ __attribute__((always_inline)) inline void tg_access(Group* G, uint64_t a, uint6
     TgEntry& E = table[k];
     const uint64_t W = E.w;
     if ((W & ~uint64_t(0xffffffff)) == gen) all_uninit = false;  // written in this group
+    if ((info & A_SILENT) && (W & ~uint64_t(0xffffffff)) == gen) continue;  // rewrites what this group wrote
     if (info & A_ATOMIC) {  // exempt from races; it initialises
       if ((W & ~uint64_t(0xffffffff)) != gen) E.w = gen | 0xffff0000u;  // no writer, an epoch none matches
       all_uninit = false;
@@ -446,7 +448,7 @@ MK_CHK_FN void* __mk_chk_buf(const void* g, uint32_t lin, void* p, uint64_t size
     void* q = bad_access(G, lin, p, size, info, site, O_BUFFER | b, B.lo, B.size, inside);
     if (q != p) return q;
   }
-  if (B.shadow && size && !(info & A_ATOMIC)) dev_access(G, B, a - B.lo, size, lin, info, site, b);
+  if (B.shadow && size && !(info & (A_ATOMIC | A_SILENT))) dev_access(G, B, a - B.lo, size, lin, info, site, b);
   return p;
 }
 
@@ -475,6 +477,34 @@ MK_CHK_FN void* __mk_chk_tg(const void* g, uint32_t lin, void* p, uint64_t size,
     if (__builtin_expect(uninit, 0)) uninit_read(G, lin, p, size, site, lo, objsize, object);
   }
   return p;
+}
+
+// Plain stores, with the `size` bytes they are about to write at `val`. A
+// store that leaves every byte as it was cannot change what any thread reads,
+// in any order, so it is no access for racecheck: compute-sanitizer's
+// racecheck decides the same way (it reports a hazard only where the incoming
+// value differs from the current one; benchmarks/sanitizer_probe). In
+// threadgroup memory the bytes must also have been written by this group
+// (an equal value in memory nobody wrote is still an uninitialised store).
+MK_CHK_FN void* __mk_chk_buf_st(const void* g, uint32_t lin, void* p, uint64_t size, uint32_t info,
+                                uint32_t site, uint32_t b, const void* val) {
+  using namespace mk::chk;
+  const Buffer& B = group_of(g)->d->buffers[b];
+  const uint64_t a = reinterpret_cast<uint64_t>(p);
+  if (B.shadow && !out_of(a, size, B.lo, B.size) && !misaligned(a, info) && !memcmp(p, val, size))
+    info |= A_SILENT;
+  return __mk_chk_buf(g, lin, p, size, info, site, b);
+}
+
+MK_CHK_FN void* __mk_chk_tg_st(const void* g, uint32_t lin, void* p, uint64_t size, uint32_t info, uint32_t site,
+                               void* base, uint64_t objsize, uint32_t slot, const void* val) {
+  using namespace mk::chk;
+  const Group* G = group_of(g);
+  const uint64_t lo = base ? reinterpret_cast<uint64_t>(base) : G->tgp_lo[slot];
+  const uint64_t n = base ? objsize : G->tgp_size[slot];
+  const uint64_t a = reinterpret_cast<uint64_t>(p);
+  if (!out_of(a, size, lo, n) && !misaligned(a, info) && !memcmp(p, val, size)) info |= A_SILENT;
+  return __mk_chk_tg(g, lin, p, size, info, site, base, objsize, slot);
 }
 
 // A private (thread) array: `init` has one byte per granule (log2 in
