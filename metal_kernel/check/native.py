@@ -20,7 +20,7 @@ A_READ, A_WRITE, A_ATOMIC, A_SILENT = 1, 2, 4, 8
 O_BUFFER, O_TG, O_TGPARAM, O_PRIVATE, O_GLOBAL, O_UNKNOWN = (0x10000, 0x20000, 0x30000, 0x40000, 0x50000,
                                                             0x60000)
 
-DEV_ENTRY_SIZE = 20  # sizeof(chk::DevEntry)
+DEV_ENTRY_SIZE = 24  # sizeof(chk::DevEntry)
 MAX_BUFFERS = 64  # chk::Dispatch::buffers
 DEDUP_SLOTS = 4096
 NONE = 0xFFFFFFFF

@@ -856,12 +856,14 @@ kernel void clean_warp_slot_unguarded(device const float* x [[buffer(0)]], devic
   out[gid] = part[0] + part[1];
 }""", lambda lib: lib.clean_warp_slot_unguarded(f32(64), poison(64), threads=64, group_size=64)),
     # Every group computes and stores the same whole row (llm.c's
-    # attention_backward kernel1 ignores blockIdx.y the same way).
+    # attention_backward kernel1 ignores blockIdx.y the same way); enough
+    # groups that workers store the same elements at the same time.
     Case("clean_groups_same_values", "", """
 kernel void clean_groups_same_values(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
                                      uint lid [[thread_position_in_threadgroup]]) {
   out[lid] = 2.0f * x[lid];
-}""", lambda lib: lib.clean_groups_same_values(f32(32), poison(32), threads=128, group_size=32)),
+}""", lambda lib: lib.clean_groups_same_values(f32(32), poison(32), threads=32 * 512,
+                                                     group_size=32)),
     Case("clean_ring_neighbours", "", """
 kernel void clean_ring_neighbours(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
                                   uint lid [[thread_position_in_threadgroup]], uint nt [[threads_per_threadgroup]],

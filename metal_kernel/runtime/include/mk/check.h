@@ -86,12 +86,14 @@ constexpr uint16_t R_MULTI_GROUPS = 0xffff; // device: readers in >= 2 groups
 
 // Device memory: one entry per granule of a buffer the kernel may write.
 // wg/rg: group + 1 (0: none); wl/rl: thread in the group (or a tag);
-// we/re: the group's device epoch then; ws/rs: the access's site.
+// we/re: the group's device epoch then; ws/rs: the access's site; wv: a
+// fingerprint of the bytes the last write stored there (0: not known).
 struct DevEntry {
   uint32_t wg, rg;
   uint16_t wl, we, ws, rl, re, rs;
+  uint32_t wv;
 };
-static_assert(sizeof(DevEntry) == 20, "mirrored in check/native.py");
+static_assert(sizeof(DevEntry) == 24, "mirrored in check/native.py");
 
 // Threadgroup memory: one entry per granule of the worker's threadgroup arena
 // (three tables by granule size, see tg_access). The writer and the readers
@@ -277,10 +279,25 @@ __attribute__((noinline, cold)) inline void race(Group* G, uint32_t lin, uint32_
   report(G, r);
 }
 
+// A nonzero fingerprint of the bytes a store of `size` bytes at buffer
+// offset `off` (value at `val`) puts into granule `k`.
+__attribute__((always_inline)) inline uint32_t granule_value(const uint8_t* val, uint64_t off, uint64_t size,
+                                                              uint64_t k, uint32_t gs) {
+  const uint64_t lo = (k << gs) > off ? (k << gs) : off;
+  const uint64_t hi = ((k + 1) << gs) < off + size ? ((k + 1) << gs) : off + size;
+  uint32_t h = 2166136261u ^ uint32_t(lo - (k << gs));
+  for (uint64_t i = lo; i < hi; ++i) h = (h ^ val[i - off]) * 16777619u;
+  return h | 1;
+}
+
 // Device memory: accesses of two groups are never ordered (but atomics);
-// within a group, a barrier with mem_device between them orders them.
+// within a group, a barrier with mem_device between them orders them. Two
+// writes of the same bytes do not race (see __mk_chk_buf_st): groups run at
+// once on several workers, so a store cannot always see that an equal one
+// already landed, and the writes compare the values they store instead.
 __attribute__((always_inline)) inline void dev_access(Group* G, const Buffer& B, uint64_t off, uint64_t size,
-                                                      uint32_t lin, uint32_t info, uint32_t site, uint32_t b) {
+                                                      uint32_t lin, uint32_t info, uint32_t site, uint32_t b,
+                                                      const uint8_t* val = nullptr) {
   const uint32_t g = G->group + 1;
   const uint16_t e = G->dev_epoch, l = uint16_t(lin);
   const uint32_t gs = B.gshift;
@@ -288,7 +305,8 @@ __attribute__((always_inline)) inline void dev_access(Group* G, const Buffer& B,
   for (uint64_t k = first; k <= last; ++k) {
     DevEntry& E = B.shadow[k];
     const uint64_t addr = B.lo + (k << gs);
-    if (E.wg && !(E.wg == g && (E.wl == l || E.we != e)))
+    const uint32_t v = val ? granule_value(val, off, size, k, gs) : 0;
+    if (E.wg && !(E.wg == g && (E.wl == l || E.we != e)) && !(v && E.wv == v))
       race(G, lin, site, info, E.wg - 1, E.wl, E.ws, A_WRITE, addr, B.lo, O_BUFFER | b);
     if (info & A_WRITE) {
       if (E.rg) {
@@ -303,6 +321,7 @@ __attribute__((always_inline)) inline void dev_access(Group* G, const Buffer& B,
       E.wl = l;
       E.we = e;
       E.ws = uint16_t(site);
+      E.wv = v;
     } else {
       if (!E.rg) {
         E.rg = g;
@@ -437,9 +456,9 @@ __attribute__((noinline)) inline void* classify(Group* G, uint32_t lin, void* p,
 // must use. `g` is the per-thread function's WiGroup, `lin` its thread.
 #define MK_CHK_FN extern "C" __attribute__((always_inline, used, visibility("hidden"))) inline
 
-MK_CHK_FN void* __mk_chk_buf(const void* g, uint32_t lin, void* p, uint64_t size, uint32_t info,
-                             uint32_t site, uint32_t b) {
-  using namespace mk::chk;
+namespace mk::chk {
+__attribute__((always_inline)) inline void* buf_check(const void* g, uint32_t lin, void* p, uint64_t size,
+                                                      uint32_t info, uint32_t site, uint32_t b, const void* val) {
   Group* G = group_of(g);
   const Buffer& B = G->d->buffers[b];
   const uint64_t a = reinterpret_cast<uint64_t>(p);
@@ -448,8 +467,15 @@ MK_CHK_FN void* __mk_chk_buf(const void* g, uint32_t lin, void* p, uint64_t size
     void* q = bad_access(G, lin, p, size, info, site, O_BUFFER | b, B.lo, B.size, inside);
     if (q != p) return q;
   }
-  if (B.shadow && size && !(info & (A_ATOMIC | A_SILENT))) dev_access(G, B, a - B.lo, size, lin, info, site, b);
+  if (B.shadow && size && !(info & (A_ATOMIC | A_SILENT)))
+    dev_access(G, B, a - B.lo, size, lin, info, site, b, static_cast<const uint8_t*>(val));
   return p;
+}
+}  // namespace mk::chk
+
+MK_CHK_FN void* __mk_chk_buf(const void* g, uint32_t lin, void* p, uint64_t size, uint32_t info,
+                             uint32_t site, uint32_t b) {
+  return mk::chk::buf_check(g, lin, p, size, info, site, b, nullptr);
 }
 
 // Threadgroup variables of the kernel body (`base`: the variable, `objsize`
@@ -493,7 +519,7 @@ MK_CHK_FN void* __mk_chk_buf_st(const void* g, uint32_t lin, void* p, uint64_t s
   const uint64_t a = reinterpret_cast<uint64_t>(p);
   if (B.shadow && !out_of(a, size, B.lo, B.size) && !misaligned(a, info) && !memcmp(p, val, size))
     info |= A_SILENT;
-  return __mk_chk_buf(g, lin, p, size, info, site, b);
+  return buf_check(g, lin, p, size, info, site, b, val);
 }
 
 MK_CHK_FN void* __mk_chk_tg_st(const void* g, uint32_t lin, void* p, uint64_t size, uint32_t info, uint32_t site,
