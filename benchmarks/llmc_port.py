@@ -7,7 +7,7 @@ original on the file's own inputs.
 
 DIR is a checkout of github.com/karpathy/llm.c (never copied into this
 repository). Per file, in a temporary copy scaled as benchmarks/llmc_cuda.py
-scales it (B = 1, T = 128; common.h times zero repetitions):
+scales it (B = 1, T = 128, or FILE_SIZES; common.h times zero repetitions):
 
 1. capture: the file is built as a whole program for the CPU with launch
    capture (metal_kernel/port/to_metal/capture.py) and run once per kernel
@@ -54,6 +54,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from llmc_cuda import kernel_versions, scaled_copy  # noqa: E402
 
 SMALL_SMS = 16  # the SM count of the second capture run (see the docstring)
+# Files whose kernels need more than the scaled sizes: attention_backward.cu's
+# softmax_autoregressive_backward_kernel6<256> stages 256 columns of a row
+# per step and reads past a row of fewer than 256 (T >= BlockSize).
+FILE_SIZES = {"attention_backward.cu": {"T": 256}}
 
 
 def port_file(path: Path, work: Path, timeout: float, check: bool) -> dict:
@@ -193,7 +197,7 @@ def main():
     results = []
     with tempfile.TemporaryDirectory(prefix="llmc-port-") as tmp:
         work = Path(tmp) / "cuda"
-        scaled_copy(dev, work)
+        scaled_copy(dev, work, FILE_SIZES)
         for name in files:
             try:
                 entry = port_file(work / name, work, args.timeout, not args.no_check)
