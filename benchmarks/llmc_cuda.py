@@ -44,7 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 SIZES = {"B": 1, "T": 128}
 
 
-def scaled_copy(dev: Path, dst: Path):
+def scaled_copy(dev: Path, dst: Path, overrides: dict[str, dict[str, int]] | None = None):
+    """dev copied to dst with main's sizes scaled to SIZES (per file, `overrides`
+    replaces some of them) and common.h's benchmark loops at zero repeats."""
     shutil.copytree(dev, dst)
     common = dst / "common.h"
     text = common.read_text()
@@ -58,7 +60,7 @@ def scaled_copy(dev: Path, dst: Path):
         if main < 0:
             continue
         head, body = src[:main], src[main:]
-        for name, value in SIZES.items():
+        for name, value in {**SIZES, **(overrides or {}).get(f.name, {})}.items():
             body = re.sub(rf"(\b(?:const\s+)?(?:int|int64_t|long|size_t)\s+{name}\s*=\s*)\d+\s*;",
                           rf"\g<1>{value};", body, count=1)
         f.write_text(head + body)

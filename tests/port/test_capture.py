@@ -85,3 +85,37 @@ def test_each_run_keeps_its_own_buffers(tmp_path):
     p = port_cuda(RUNS, filename=str(path))
     results = {r.kernel: r for r in p.verify_all(captures=captures)}
     assert all(r.ok for r in results.values()), [str(r) for r in results.values()]
+
+
+SM_ASSERT = r"""
+#include <cassert>
+#include <cuda_runtime.h>
+__global__ void partial(float* out, const float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * x[i];
+}
+int main() {
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    int grid = prop.multiProcessorCount * 8;
+    assert(grid < 512);  // sized for a smaller GPU, as llm.c's global_norm.cu kernel 4
+    int n = grid * 32;
+    float *out, *x;
+    cudaMalloc(&out, n * sizeof(float)); cudaMalloc(&x, n * sizeof(float));
+    cudaMemset(x, 0, n * sizeof(float));
+    partial<<<grid, 32>>>(out, x, n);
+    cudaDeviceSynchronize();
+    return 0;
+}
+"""
+
+
+def test_a_failing_run_is_a_problem_and_a_smaller_device_captures(tmp_path):
+    # 132 SMs * 8 blocks trips the program's own assert before its launch: the
+    # run is reported, and the device can report fewer SMs (mkcuda/host.h).
+    path = tmp_path / "sms.cu"
+    path.write_text(SM_ASSERT)
+    captures, problems = capture_launches(SM_ASSERT, str(path), cwd=str(tmp_path))
+    assert captures == {} and len(problems) == 1 and "exited with" in problems[0], problems
+    captures, problems = capture_launches(SM_ASSERT, str(path), cwd=str(tmp_path), env={"MK_CUDA_SM_COUNT": "16"})
+    assert not problems and captures["partial"]["grid"][0] == 128

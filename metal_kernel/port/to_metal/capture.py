@@ -76,10 +76,12 @@ def read_captures(folder: str | Path) -> dict[str, dict]:
 
 
 def capture_launches(source: str, filename: str, runs: Sequence[Sequence[str]] = ((),), timeout: float = 300.0,
-                     include_dirs=(), defines=None, cwd: str | None = None) -> tuple[dict[str, dict], list[str]]:
+                     include_dirs=(), defines=None, cwd: str | None = None,
+                     env: dict[str, str] | None = None) -> tuple[dict[str, dict], list[str]]:
     """Builds the program with capture and runs it once per argument list of
-    `runs` (e.g. each kernel version of an llm.c file); returns (captures,
-    problems: why a build or run did not capture)."""
+    `runs` (e.g. each kernel version of an llm.c file), with `env` added to
+    the environment (e.g. MK_CUDA_SM_COUNT, mkcuda/host.h); returns
+    (captures, problems: why a build or run did not capture)."""
     from ..frontend import CudaCompileError
     from ..program import build_program, run_program
 
@@ -94,15 +96,20 @@ def capture_launches(source: str, filename: str, runs: Sequence[Sequence[str]] =
     # launches refer to (a kernel verified on another kernel's buffers).
     captures: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="mk-capture-") as root:
-        old = {k: os.environ.get(k) for k in ("MK_CUDA_CAPTURE", "MK_CUDA_CAPTURE_SKIP")}
+        env = dict(env or {})
+        old = {k: os.environ.get(k) for k in ("MK_CUDA_CAPTURE", "MK_CUDA_CAPTURE_SKIP", *env)}
         try:
             for i, args in enumerate(runs):
                 folder = os.path.join(root, f"run{i}")
                 os.mkdir(folder)
-                os.environ.update({"MK_CUDA_CAPTURE": folder, "MK_CUDA_CAPTURE_SKIP": "1"})
+                os.environ.update({"MK_CUDA_CAPTURE": folder, "MK_CUDA_CAPTURE_SKIP": "1", **env})
                 r = run_program(exe, args, timeout=timeout, cwd=cwd)
                 if r.timed_out:
                     problems.append(f"run {' '.join(args) or '(no arguments)'} timed out")
+                elif r.returncode != 0:
+                    # Launches before the failure are still recorded; the rest are not.
+                    last = (r.stderr.strip().splitlines() or ["(no message)"])[-1][:160]
+                    problems.append(f"run {' '.join(args) or '(no arguments)'} exited with {r.returncode}: {last}")
                 for spelling, launch in read_captures(folder).items():
                     captures.setdefault(spelling, launch)  # the first launch of each kernel
         finally:

@@ -19,20 +19,21 @@ template <typename T> inline T mk_shfl(T v, int src, int width, uint lane) {
   const uint lo = lane & ~uint(width - 1);
   return simd_shuffle(v, ushort(lo | (uint(src) & uint(width - 1))));
 }
+// A lane whose source lies outside its segment reads no other lane (it
+// reads its own): the lanes of the next segment may be inactive (past the
+// threadgroup's end), and reading them is undefined in Metal where CUDA
+// reads nothing.
 template <typename T> inline T mk_shfl_up(T v, uint delta, int width, uint lane) {
   const uint lo = lane & ~uint(width - 1), d = delta & 31u;
-  const T r = simd_shuffle_up(v, ushort(d));
-  return int(lane) - int(d) >= int(lo) ? r : v;
+  return simd_shuffle(v, ushort(int(lane) - int(d) >= int(lo) ? lane - d : lane));
 }
 template <typename T> inline T mk_shfl_down(T v, uint delta, int width, uint lane) {
   const uint hi = (lane & ~uint(width - 1)) | uint(width - 1), d = delta & 31u;
-  const T r = simd_shuffle_down(v, ushort(d));
-  return lane + d <= hi ? r : v;
+  return simd_shuffle(v, ushort(lane + d <= hi ? lane + d : lane));
 }
 template <typename T> inline T mk_shfl_xor(T v, int mask, int width, uint lane) {
   const uint hi = (lane & ~uint(width - 1)) | uint(width - 1), m = uint(mask) & 31u;
-  const T r = simd_shuffle_xor(v, ushort(m));
-  return (lane ^ m) <= hi ? r : v;
+  return simd_shuffle(v, ushort((lane ^ m) <= hi ? lane ^ m : lane));
 }
 """
 

@@ -129,6 +129,15 @@ struct cudaDeviceProp {
   int regsPerBlock, warpSize, maxThreadsPerBlock, maxThreadsDim[3], maxGridSize[3], major, minor,
       multiProcessorCount, maxThreadsPerMultiProcessor, l2CacheSize, clockRate, memoryClockRate, memoryBusWidth;
 };
+// The number of SMs the device reports: an H200's 132 unless MK_CUDA_SM_COUNT
+// says otherwise (a program that sizes its grid from the SM count and then
+// asserts the grid is small, as llm.c's global_norm.cu does, runs on a
+// smaller device's figure; capture.py records which launches needed it).
+inline int mk_cuda_sm_count() {
+  const char* e = getenv("MK_CUDA_SM_COUNT");
+  int n = e ? atoi(e) : 0;
+  return n > 0 ? n : 132;
+}
 inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
   memset(p, 0, sizeof *p);
   strcpy(p->name, "metal-kernel CPU (CUDA semantics of an H200)");
@@ -144,7 +153,7 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
   p->maxGridSize[1] = p->maxGridSize[2] = 65535;
   p->major = 9;
   p->minor = 0;
-  p->multiProcessorCount = 132;
+  p->multiProcessorCount = mk_cuda_sm_count();
   p->maxThreadsPerMultiProcessor = 2048;
   p->l2CacheSize = 50 << 20;
   return cudaSuccess;
@@ -152,7 +161,7 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
 enum cudaDeviceAttr { cudaDevAttrMaxSharedMemoryPerBlock = 8, cudaDevAttrMultiProcessorCount = 16,
                       cudaDevAttrMaxThreadsPerMultiProcessor = 39, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
 inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
-  *v = a == cudaDevAttrMultiProcessorCount ? 132
+  *v = a == cudaDevAttrMultiProcessorCount ? mk_cuda_sm_count()
        : a == cudaDevAttrMaxThreadsPerMultiProcessor ? 2048
        : a == cudaDevAttrMaxSharedMemoryPerBlock ? 49152
                                                  : MK_MAX_CUDA_SHARED_MEMORY;
