@@ -99,6 +99,12 @@ def port_file(path: Path, work: Path, timeout: float, check: bool) -> dict:
                 row["sized_from"] = "defaults"
             res = _verify_one(p, k, cap, check, timeout, default_sizes(k, text, captures))
             row["verified"] = res.ok
+            row["original_findings"] = sorted({f.kind for f in res.original_findings})
+            row["port_findings"] = sorted({f.kind for f in res.port_findings})
+            # The original is itself at fault and the port does exactly what
+            # it does: same outputs, the same kinds of finding on both sides.
+            row["faithful"] = bool(not res.ok and res.ran and res.buffers and all(b.match for b in res.buffers)
+                                   and row["original_findings"] and row["original_findings"] == row["port_findings"])
             if not res.ok:
                 row["why"] = res.summary()[:300]
                 if cap is None:
@@ -154,6 +160,30 @@ def _verify_one(p, k, capture, check, timeout, sizes):
     return res
 
 
+def gpu_verdicts(sanitizer: dict) -> dict[str, list[str]]:
+    """kernel name -> what compute-sanitizer reported for it in llm.c's own
+    runs on a GPU (benchmarks/llmc_cuda.py --sanitizer, collected in
+    benchmarks/results/sanitizer_h200.json)."""
+    out: dict[str, list[str]] = {}
+    for tool in ("racecheck", "memcheck"):
+        for f in sanitizer.get("llmc", {}).get(tool, []):
+            for v in f.get("versions", {}).values():
+                for kernel, msgs in v.get("kernels", {}).items():
+                    seen = out.setdefault(kernel, [])
+                    seen += [f"{tool}: {m}" for m in msgs if f"{tool}: {m}" not in seen]
+    return out
+
+
+def annotate(results: list[dict], sanitizer: dict):
+    """Each kernel whose original has findings of its own gets `gpu`: what
+    compute-sanitizer said about the same kernel on a real GPU."""
+    verdicts = gpu_verdicts(sanitizer)
+    for r in results:
+        for k in r["kernels"]:
+            if k.get("original_findings"):
+                k["gpu"] = verdicts.get(k["kernel"].split("<")[0], [])
+
+
 def table(results: list[dict]) -> str:
     lines = ["| file | kernels | translated | verified | not verified, and why |", "|---|---|---|---|---|"]
     for r in results:
@@ -161,7 +191,7 @@ def table(results: list[dict]) -> str:
         if r.get("error") and not ks:
             lines.append(f"| {r['file']} | 0 | | | {r['error'].split(': ', 1)[-1][:120].replace('|', '/')} |")
             continue
-        why = "; ".join(f"`{k['kernel']}`: {', '.join(k['codes'])} {k['why'][:110]}" for k in ks if not k["verified"])
+        why = "; ".join(f"`{k['kernel']}`: {', '.join(k['codes'])} {_why(k)}" for k in ks if not k["verified"])
         defaults = [k["kernel"] for k in ks if k["verified"] and k.get("sized_from") == "defaults"]
         if defaults:
             why += ("; " if why else "") + "verified on inputs sized from defaults (main never launches them): " + \
@@ -171,9 +201,22 @@ def table(results: list[dict]) -> str:
     found = sum(len(r["kernels"]) for r in results)
     verified = sum(k["verified"] for r in results for k in r["kernels"])
     translated = sum(k["translated"] for r in results for k in r["kernels"])
+    faithful = sum(bool(k.get("faithful")) for r in results for k in r["kernels"])
     lines.append(f"| **total** | **{found}** | **{translated}** | **{verified}** "
-                 f"({100.0 * verified / max(found, 1):.1f}%) | |")
+                 f"({100.0 * verified / max(found, 1):.1f}%) | {faithful} more ported faithfully: the original is "
+                 f"itself at fault (same outputs, the same kinds of finding on both sides) |")
     return "\n".join(lines)
+
+
+def _why(k: dict) -> str:
+    if k.get("faithful"):
+        text = f"**the original is at fault**, the port does the same ({', '.join(k['original_findings'])} in both)"
+        gpu = k.get("gpu")
+        if gpu is not None:
+            text += "; compute-sanitizer on an H200: " + (gpu[0][:90] if gpu else "nothing (its racecheck covers "
+                                                         "shared memory only)")
+        return text
+    return k["why"][:110]
 
 
 def main():
@@ -184,9 +227,15 @@ def main():
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--table", help="print the table of an earlier --json")
     ap.add_argument("--no-check", action="store_true", help="verify without metal_kernel.check()")
+    ap.add_argument("--sanitizer", default=str(Path(__file__).resolve().parent / "results" / "sanitizer_h200.json"),
+                    help="compute-sanitizer's reports on llm.c (llmc_cuda.py --sanitizer), to say for each kernel "
+                         "whose original has findings what a real GPU's sanitizer said (default: %(default)s)")
     args = ap.parse_args()
+    sanitizer = json.loads(Path(args.sanitizer).read_text()) if Path(args.sanitizer).exists() else {}
     if args.table:
-        print(table(json.loads(Path(args.table).read_text())))
+        results = json.loads(Path(args.table).read_text())
+        annotate(results, sanitizer)
+        print(table(results))
         return
     if not args.llmc:
         ap.error("--llmc DIR is required")
@@ -204,6 +253,7 @@ def main():
             except Exception as e:  # noqa: BLE001 - one file's failure is a row, not the end of the run
                 entry = {"file": name, "kernels": [], "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
             results.append(entry)
+            annotate(results[-1:], sanitizer)
             ks = entry["kernels"]
             print(f"{name}: {len(ks)} kernels, {sum(k['translated'] for k in ks)} translated, "
                   f"{sum(k['verified'] for k in ks)} verified ({entry.get('seconds', 0)}s)"
