@@ -251,3 +251,30 @@ def test_the_benchmarks_tiled_matmul_is_summarised_and_clean():
         lib.matmul_tiled(a, b, c, n, threads=[n, n], group_size=[16, 16], arg_casts={3: "int32"})
     assert report.ok, str(report)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+# Corpus kernels whose checked builds have summarised loops (an out-of-bounds
+# read, races and clean reductions, softmax and matmul among them).
+SUMMARISED = ("oob_tile_edge", "oob_softmax_le", "race_mem_none", "race_softmax_broadcast", "race_matmul_reload",
+              "clean_scan_simd_prefix", "clean_softmax_simd", "clean_softmax_tg", "clean_matmul_tiled")
+
+
+def test_corpus_kernels_with_summaries_report_what_they_did_without(monkeypatch):
+    from corpus import BUGGY, CLEAN, HEADER
+
+    cases = [c for c in BUGGY + CLEAN if c.name in SUMMARISED]
+    assert len(cases) == len(SUMMARISED)
+    source = HEADER + "\n".join(c.source for c in cases)
+    found = {}
+    for on in (True, False):
+        monkeypatch.setenv("METAL_KERNEL_CHECK_SUMMARIES", "1" if on else "0")
+        lib = metal_kernel.compile_shader(source + f"// summaries {on}\n", source_name="corpus.metal")
+        if on:
+            assert all(summaries(lib, c.name) for c in cases)
+        for c in cases:
+            with metal_kernel.check() as report:
+                c.run(lib)
+            found[(c.name, on)] = [_key(f) for f in report.findings]
+    for c in cases:
+        assert found[(c.name, True)] == found[(c.name, False)], c.name
+        assert bool(found[(c.name, True)]) == c.name.startswith(("oob", "race")), c.name
