@@ -95,7 +95,9 @@ __attribute__((always_inline)) inline bool range_fits(const Range& r, uint64_t s
 // Whether no access of the range reads only never-written bytes (the
 // initcheck half of tg_access), from the cache or the shadow.
 inline bool tg_range_initialised(Group* G, const Range& r, uint64_t count, uint64_t size, uint32_t info) {
-  const uint64_t h = fmix(r.a0 ^ (uint64_t(r.stride) << 20) ^ (count << 40) ^ size) % kInitRanges;
+  // One multiply: this runs for every summarised read range.
+  const uint64_t h = ((r.a0 ^ (uint64_t(r.stride) << 16) ^ (count << 32)) * 0x9E3779B97F4A7C15ull) >> 58;
+  static_assert(kInitRanges == 64, "the hash keeps 6 bits");
   InitRange& c = G->init_ok[h];
   if (c.gen == G->gen && c.a0 == r.a0 && c.stride == r.stride && c.count == count && c.size == size &&
       c.info == info)
