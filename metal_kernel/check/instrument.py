@@ -29,11 +29,13 @@ function ``__mk_wi_<n>(g, x, y, z, lin)`` this pass
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..runtime.ir import _DEF, _GLOBAL, _LOCAL, Module, Unsupported, _name, _split_top, parse_call, parse_type
+from . import summarise as S
 from .affine import Analysis, Offset, add, const
 from .cfg import Blocks
 from .debuginfo import DebugInfo, strip_debug
@@ -80,12 +82,14 @@ class KernelInfo:
     accesses: list = field(default_factory=list)
     loops: list = field(default_factory=list)  # counted loops the offsets' `iv:` symbols name
     uses: set = field(default_factory=set)  # "threadgroup", "private", "unknown", "atomic", "sync"
+    summaries: int = 0  # loops whose checks are summarised (check/summarise.py)
 
     def to_json(self) -> dict:
         return {"buffer_granule": {str(k): v for k, v in self.buffer_granule.items()},
                 "written": sorted(self.written), "float_atomics": sorted(self.float_atomics),
                 "writes_unknown": self.writes_unknown, "unchecked_calls": self.unchecked_calls,
                 "accesses": self.accesses, "loops": self.loops, "uses": sorted(self.uses),
+                **({"summaries": self.summaries} if self.summaries else {}),
                 **({"not_checked": self.not_instrumented} if self.not_instrumented else {})}
 
 
@@ -253,15 +257,12 @@ class Instrumenter:
             shadow_of[r.base] = nm
             entry_extra += [f"  {nm} = alloca [{count} x i8], align 1",
                             f"  call void @llvm.memset.p0.i64(ptr {nm}, i8 0, i64 {count}, i1 false)"]
+        checks: list[S.Check] = []
         for i, acc, roots in accesses:
-            text = flines[i]
             what = {"load": "read", "store": "write", "atomic": "atomic"}.get(acc.kind, acc.kind)
-            site = self.site(text, what)
-            pre: list[str] = []
-            new_ptrs = []
-            for (ptr, rw), r in zip(acc.ptrs, roots):
+            site = self.site(flines[i], what)
+            for k, ((ptr, rw), r) in enumerate(zip(acc.ptrs, roots)):
                 if r.kind in ("g", "groupinfo"):
-                    new_ptrs.append(None)
                     continue
                 bits = acc.info_bits or (A_READ if rw == "read" else A_WRITE)
                 if acc.kind == "set":
@@ -276,21 +277,42 @@ class Instrumenter:
                         info.float_atomics.add(r.index)
                 elif r.kind == "unknown" and bits & (A_WRITE | A_ATOMIC):
                     info.writes_unknown = True
+                plain = acc.kind in ("load", "store") and not bits & A_ATOMIC
+                checks.append(S.Check(i, k, ptr, bool(bits & (A_WRITE | A_ATOMIC)), plain, r.kind, acc.size, bits,
+                                      site, self._object_args(r)))
+        summaries = S.plan(flines, fn.defs, fn.g, fn.lin, checks) if summarise_loops() else S.Plan()
+        info.summaries = len(summaries.before_line)
+        by_access: dict[int, list[S.Check]] = {}
+        for c in checks:
+            by_access.setdefault(c.line, []).append(c)
+        for i, acc, roots in accesses:
+            mine = {c.slot: c for c in by_access.get(i, [])}
+            if not mine:
+                continue
+            pre: list[str] = []
+            new_ptrs = []
+            for k, r in enumerate(roots):
+                c = mine.get(k)
+                if c is None:
+                    new_ptrs.append(None)
+                    continue
                 self_tmp = self._tmp(fn)
-                call = self._check_call(fn, r, ptr, acc.size, bits, site, shadow_of)
+                call = self._check_call(fn, r, c.ptr, acc.size, c.bits, c.site, shadow_of)
+                clean = summaries.clean.get((i, k))
                 if acc.stored and r.kind in ("buf", "tg", "tgp") and acc.size.isdigit() and int(acc.size) <= 64:
                     # The value goes along, so that a store leaving memory as
-                    # it was is no access for racecheck (mk/check.h *_st).
+                    # it was is no access for racecheck (mk/check.h *_st);
+                    # such stores are checked one by one, summarised or not.
                     val = f"%mk.val{len(entry_extra)}"
                     entry_extra.append(f"  {val} = alloca {acc.stored[0]}")
                     pre.append(f"  store {acc.stored[0]} {acc.stored[1]}, ptr {val}")
                     call = call.replace("@__mk_chk_buf(", "@__mk_chk_buf_st(").replace(
                         "@__mk_chk_tg(", "@__mk_chk_tg_st(")[:-1] + f", ptr {val})"
+                elif clean is not None:  # a summarised loop's: skipped when its range was clean
+                    call = call.replace("(", f"_in(i1 {clean}, ", 1)
                 pre.append(f"  {self_tmp} = call ptr {call}")
                 new_ptrs.append(self_tmp)
-            if all(p is None for p in new_ptrs):
-                continue
-            out[i] = "\n".join(pre + [self._rewrite(fn, text, acc, new_ptrs)])
+            out[i] = "\n".join(pre + [self._rewrite(fn, flines[i], acc, new_ptrs)])
         # Markers: sites into their constant operands; binding markers into loads.
         for i, ln in enumerate(out):
             if i == 0 or i == len(out) - 1:
@@ -303,6 +325,7 @@ class Instrumenter:
                 out[i] = self._binding_load(fn, ln)
             elif re.search(r"\bcall\b", ln) and not MEMORY_INTRINSICS.search(ln):
                 self._note_call(ln, info)
+        S.apply(out, summaries)
         if entry_extra:
             # after the entry block's allocas
             k = 1
@@ -361,21 +384,29 @@ class Instrumenter:
     def _check_call(self, fn: Function, r: Root, ptr: str, size: str, bits: int, site: int,
                     shadow_of: dict[str, str]) -> str:
         common = f"ptr {fn.g}, i32 {fn.lin}, ptr {ptr}, i64 {size}, i32 {bits}, i32 {site}"
-        if r.kind == "buf":
-            return f"@__mk_chk_buf({common}, i32 {r.index})"
-        if r.kind == "tg":
-            return f"@__mk_chk_tg({common}, ptr {r.base}, i64 {r.size}, i32 {r.index})"
-        if r.kind == "tgp":
-            return f"@__mk_chk_tg({common}, ptr null, i64 0, i32 {r.index})"
         if r.kind == "priv":
             sh = shadow_of.get(r.base, "null")
             return f"@__mk_chk_priv({common}, ptr {r.base}, i64 {r.size}, ptr {sh})"
+        fn_name = {"buf": "buf", "tg": "tg", "tgp": "tg", "glob": "glob"}.get(r.kind)
+        if fn_name is None:
+            return f"@__mk_chk_any({common})"
+        return f"@__mk_chk_{fn_name}({common}, {self._object_args(r)})"
+
+    def _object_args(self, r: Root) -> str:
+        """The arguments naming the object in a buffer, threadgroup or
+        constant check (and its range check); "" for the others."""
+        if r.kind == "buf":
+            return f"i32 {r.index}"
+        if r.kind == "tg":
+            return f"ptr {r.base}, i64 {r.size}, i32 {r.index}"
+        if r.kind == "tgp":
+            return f"ptr null, i64 0, i32 {r.index}"
         if r.kind == "glob":
             nm = _name(r.base)
             if nm not in self.global_names:
                 self.global_names.append(nm)
-            return f"@__mk_chk_glob({common}, ptr {r.base}, i64 {r.size}, i32 {self.global_names.index(nm)})"
-        return f"@__mk_chk_any({common})"
+            return f"ptr {r.base}, i64 {r.size}, i32 {self.global_names.index(nm)}"
+        return ""
 
     def _rewrite(self, fn: Function, text: str, acc: Access, new_ptrs: list[str | None]) -> str:
         dm = _DEF.match(text)
@@ -506,6 +537,13 @@ class Instrumenter:
             return
         if any(t.startswith("ptr") for t, _ in c.args):
             info.unchecked_calls.append(name)
+
+
+def summarise_loops() -> bool:
+    """Loop summaries (check/summarise.py) are on unless
+    METAL_KERNEL_CHECK_SUMMARIES=0 (a way to compare them with the
+    access-by-access checks)."""
+    return os.environ.get("METAL_KERNEL_CHECK_SUMMARIES", "1") != "0"
 
 
 def _same_value(base: str, r: Root, fn: Function) -> bool:

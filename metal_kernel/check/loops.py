@@ -69,7 +69,7 @@ def counted_loop(v: str, d: str, defs: dict[str, str], blocks: Blocks) -> dict |
         if kind == "ne" and step != 1:
             return None
         return {"start": start.strip(), "bound": bound, "step": step, "kind": kind,
-                "bits": int(ty[1:]), "bound_adjust": adjust}
+                "bits": int(ty[1:]), "bound_adjust": adjust, "signed": pred.startswith("s")}
     return None
 
 

@@ -42,13 +42,33 @@ class Record(ctypes.Structure):
 assert ctypes.sizeof(Record) == 72
 
 
+class LoopRead(ctypes.Structure):
+    """chk::LoopRead: a summarised loop's threadgroup reads, logged."""
+    _fields_ = [("a0", ctypes.c_uint64), ("stride", ctypes.c_int64), ("lo", ctypes.c_uint64),
+                ("count", ctypes.c_uint32), ("size", ctypes.c_uint32), ("lin", ctypes.c_uint32),
+                ("info", ctypes.c_uint32), ("site", ctypes.c_uint32), ("object", ctypes.c_uint32),
+                ("batch", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+
+
+class InitRange(ctypes.Structure):
+    """chk::InitRange: a read range with no uninitialised access."""
+    _fields_ = [("a0", ctypes.c_uint64), ("stride", ctypes.c_int64), ("count", ctypes.c_uint32),
+                ("size", ctypes.c_uint32), ("info", ctypes.c_uint32), ("gen", ctypes.c_uint32)]
+
+
+assert ctypes.sizeof(LoopRead) == 56 and ctypes.sizeof(InitRange) == 32
+LOOP_LOG, INIT_RANGES = 1024, 64  # chk::kLoopLog, chk::kInitRanges
+
+
 class GroupState(ctypes.Structure):
     """chk::Group: one worker's state (the kernel side fills it)."""
     _fields_ = [("d", ctypes.c_void_p), ("group", ctypes.c_uint32), ("gen", ctypes.c_uint32),
                 ("tg_epoch", ctypes.c_uint16), ("dev_epoch", ctypes.c_uint16), ("sgc", ctypes.c_uint16 * 32),
                 ("tg_lo", ctypes.c_uint64), ("tg_shadow", ctypes.c_void_p), ("tgp_lo", ctypes.c_uint64 * 64),
                 ("tgp_size", ctypes.c_uint64 * 64), ("ntgp", ctypes.c_uint32), ("simd_site", ctypes.c_uint32),
-                ("simd_lo", ctypes.c_uint32), ("scratch_lo", ctypes.c_uint64), ("scratch_size", ctypes.c_uint64)]
+                ("simd_lo", ctypes.c_uint32), ("scratch_lo", ctypes.c_uint64), ("scratch_size", ctypes.c_uint64),
+                ("tg_written", ctypes.c_uint64), ("nlog", ctypes.c_uint32), ("batch", ctypes.c_uint32),
+                ("log", LoopRead * LOOP_LOG), ("init_ok", InitRange * INIT_RANGES)]
 
 
 class Dispatch(ctypes.Structure):

@@ -458,9 +458,17 @@ def _context(tc: Toolchain, opts: CompileOptions, objects: Path, tmp: str) -> pa
                          language_flags=(*fe.pass2_flags, *_math_defines(opts)))
 
 
+def _checked_key(opts: CompileOptions):
+    """A checked build's switches: loop summaries on or off
+    (check/instrument.py summarise_loops)."""
+    if not opts.checked:
+        return False
+    return (True, os.environ.get("METAL_KERNEL_CHECK_SUMMARIES", "1") != "0")
+
+
 def _object_key(pp: str, opts: CompileOptions, tc: Toolchain) -> str:
     fcs = sorted((str(k), repr(v)) for k, v in opts.function_constants)
-    return _sha("object", pp, fcs, opts.optimize, opts.math, opts.checked, tc.identity, runtime_version(), cpu_identity(),
+    return _sha("object", pp, fcs, opts.optimize, opts.math, _checked_key(opts), tc.identity, runtime_version(), cpu_identity(),
                 extra_flags(), workitem_enabled(), streaming_enabled(), frontend_of(opts).version())
 
 

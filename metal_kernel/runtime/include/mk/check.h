@@ -130,6 +130,30 @@ constexpr uint32_t kDedupSlots = 4096;
 
 struct Group;
 
+// Summarised loops (check/summarise.py, mk/check_loop.h): the threadgroup
+// reads of a loop checked as ranges in its preheader wait in the group's log
+// until something could observe the shadow they would have updated.
+struct LoopRead {
+  uint64_t a0;     // the first iteration's address
+  int64_t stride;  // bytes between iterations
+  uint64_t lo;     // the object's start
+  uint32_t count, size, lin, info, site, object;
+  uint32_t batch;  // the reads of one loop instance share it: applied iteration by iteration
+  uint32_t pad;
+};
+static_assert(sizeof(LoopRead) == 56, "mirrored in check/native.py");
+constexpr uint32_t kLoopLog = 1024;
+
+// A read range known to hold no uninitialised access in a generation (the
+// ever-written bits only grow within a group).
+struct InitRange {
+  uint64_t a0;
+  int64_t stride;
+  uint32_t count, size, info, gen;
+};
+static_assert(sizeof(InitRange) == 32, "mirrored in check/native.py");
+constexpr uint32_t kInitRanges = 64;
+
 // One checked dispatch; filled by the host (check/native.py). alignas:
 // explicit alignment survives -fmax-type-align=4 (compiler.py), so the 8-byte
 // atomics on `total`, `keys` stay lock-free instructions (no libatomic call).
@@ -172,6 +196,11 @@ struct Group {
   // The simd point being computed (for inactive-lane reports).
   uint32_t simd_site, simd_lo;
   uint64_t scratch_lo, scratch_size;  // the worker's work-item context (private frames live there)
+  // Summarised loops (mk/check_loop.h).
+  uint64_t tg_written;  // `now` (see tg_access) of the last threadgroup write
+  uint32_t nlog, batch;
+  LoopRead log[kLoopLog];
+  InitRange init_ok[kInitRanges];
 };
 
 alignas(64) static const char k_zero[4096] = {};
@@ -342,10 +371,12 @@ __attribute__((always_inline)) inline void dev_access(Group* G, const Buffer& B,
   }
 }
 
+inline uint64_t tg_now(const Group* G) { return (uint64_t(G->gen) << 32) | (uint64_t(G->tg_epoch) << 16); }
+
 // Threadgroup memory: two accesses are ordered by a threadgroup barrier
 // ordering threadgroup memory between them (a new epoch), or, within a
 // simdgroup, by a simdgroup barrier that does (the simdgroup's clock).
-__attribute__((always_inline)) inline void tg_access(Group* G, uint64_t a, uint64_t size, uint32_t lin,
+__attribute__((always_inline)) inline void tg_access_now(Group* G, uint64_t a, uint64_t size, uint32_t lin,
                                                      uint32_t info, uint32_t site, uint64_t lo, uint32_t object,
                                                      uint8_t* uninit) {
   const uint64_t off = a - G->tg_lo;
@@ -388,6 +419,7 @@ __attribute__((always_inline)) inline void tg_access(Group* G, uint64_t a, uint6
       }
       E.r = 0;
       E.w = now | l;
+      G->tg_written = now;
       E.wc = c;
       E.ws = uint16_t(site);
       all_uninit = false;
@@ -407,6 +439,17 @@ __attribute__((always_inline)) inline void tg_access(Group* G, uint64_t a, uint6
     }
   }
   if (uninit && (info & A_READ) && !(info & (A_WRITE | A_ATOMIC)) && all_uninit) *uninit = 1;
+}
+
+__attribute__((noinline)) inline void flush_loop_reads(Group* G);
+
+// Every threadgroup access but a summarised loop's: the logged reads go
+// into the shadow first, so that it reads as if they had run one by one.
+__attribute__((always_inline)) inline void tg_access(Group* G, uint64_t a, uint64_t size, uint32_t lin,
+                                                     uint32_t info, uint32_t site, uint64_t lo, uint32_t object,
+                                                     uint8_t* uninit) {
+  if (__builtin_expect(G->nlog != 0, 0)) flush_loop_reads(G);
+  tg_access_now(G, a, size, lin, info, site, lo, object, uninit);
 }
 
 __attribute__((noinline, cold)) inline void uninit_read(Group* G, uint32_t lin, void* p, uint64_t size,
@@ -578,3 +621,4 @@ MK_CHK_FN void* __mk_chk_any(const void* g, uint32_t lin, void* p, uint64_t size
 }
 #undef MK_CHK_FN
 
+#include "check_loop.h"

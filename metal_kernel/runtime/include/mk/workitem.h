@@ -461,7 +461,10 @@ inline uint32_t first_thread_at(const GroupState& G, uint32_t p, uint32_t from =
 }
 
 inline void chk_apply_barrier(chk::Group* C, uint32_t flags) {
-  if (flags & uint32_t(metal::mem_flags::mem_threadgroup)) ++C->tg_epoch;
+  if (flags & uint32_t(metal::mem_flags::mem_threadgroup)) {
+    ++C->tg_epoch;
+    chk::drop_loop_reads(C);  // their stamps are of the last epoch
+  }
   if (flags & uint32_t(metal::mem_flags::mem_device)) ++C->dev_epoch;
 }
 
@@ -518,8 +521,10 @@ inline void chk_simd(GroupState& G, const Sync& s, uint32_t lo, uint32_t groups)
   chk::Group* C = chk_of(G);
   C->simd_site = s.op >> 16;
   C->simd_lo = lo;
-  if ((s.op & 0xff) == SIMD_BARRIER && (((s.op >> 8) & 0xff) & uint32_t(metal::mem_flags::mem_threadgroup)))
+  if ((s.op & 0xff) == SIMD_BARRIER && (((s.op >> 8) & 0xff) & uint32_t(metal::mem_flags::mem_threadgroup))) {
+    if (C->nlog) chk::flush_loop_reads(C);  // logged reads carry the clocks they ran at
     for (uint32_t i = 0; i < groups; ++i) ++C->sgc[lo / MK_SIMD_WIDTH + i];
+  }
 }
 #endif
 
@@ -656,6 +661,7 @@ inline Group* begin_group(const Run* r, WiGroup* g, const wi::Kernel* k) {
   if (++G->gen == 0) G->gen = 1;  // entries of generation 0 are empty
   G->tg_epoch = 0;
   G->dev_epoch = 0;
+  drop_loop_reads(G);
   memset(G->sgc, 0, sizeof G->sgc);
   uint64_t lo = ~uint64_t(0);
   for (uint64_t i = 0; i < k->ntg_allocs; ++i) {
