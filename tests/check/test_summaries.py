@@ -55,7 +55,7 @@ kernel void write_then_read(device const float* x [[buffer(0)]], device float* o
   threadgroup float s[64];
   s[lid] = x[gid];
   threadgroup_barrier(mem_flags::mem_threadgroup);
-  if (lid == 0) s[63] = 1.0f;
+  if (lid == 0) s[63] = 2.0f;  // not the value s[63] holds: a store of the same value is no access
   float acc = 0.0f;
   for (uint k = 0; k < 8; ++k) acc += s[lid / 8 * 8 + k];
   out[gid] = acc;

@@ -15,9 +15,9 @@ MAX_TRACED_BYTES = 64 << 20
 
 
 class _Entry(ctypes.Structure):
-    _fields_ = [("wg", ctypes.c_uint32), ("rg", ctypes.c_uint32), ("wl", ctypes.c_uint16),
+    _fields_ = [("wg", ctypes.c_uint32), ("wv", ctypes.c_uint32), ("rg", ctypes.c_uint32), ("wl", ctypes.c_uint16),
                 ("we", ctypes.c_uint16), ("ws", ctypes.c_uint16), ("rl", ctypes.c_uint16),
-                ("re", ctypes.c_uint16), ("rs", ctypes.c_uint16), ("wv", ctypes.c_uint32)]
+                ("re", ctypes.c_uint16), ("rs", ctypes.c_uint16)]
 
 
 assert ctypes.sizeof(_Entry) == N.DEV_ENTRY_SIZE

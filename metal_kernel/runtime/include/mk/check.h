@@ -88,10 +88,13 @@ constexpr uint16_t R_MULTI_GROUPS = 0xffff; // device: readers in >= 2 groups
 // wg/rg: group + 1 (0: none); wl/rl: thread in the group (or a tag);
 // we/re: the group's device epoch then; ws/rs: the access's site; wv: a
 // fingerprint of the bytes the last write stored there (0: not known).
-struct DevEntry {
-  uint32_t wg, rg;
+// Groups run at once on several workers: the last writer's group and value
+// are one 8-byte word, read and written whole, so that another group never
+// sees a writer with the previous writer's value.
+struct alignas(8) DevEntry {
+  uint64_t w;  // wg | wv << 32
+  uint32_t rg;
   uint16_t wl, we, ws, rl, re, rs;
-  uint32_t wv;
 };
 static_assert(sizeof(DevEntry) == 24, "mirrored in check/native.py");
 
@@ -335,8 +338,10 @@ __attribute__((always_inline)) inline void dev_access(Group* G, const Buffer& B,
     DevEntry& E = B.shadow[k];
     const uint64_t addr = B.lo + (k << gs);
     const uint32_t v = val ? granule_value(val, off, size, k, gs) : 0;
-    if (E.wg && !(E.wg == g && (E.wl == l || E.we != e)) && !(v && E.wv == v))
-      race(G, lin, site, info, E.wg - 1, E.wl, E.ws, A_WRITE, addr, B.lo, O_BUFFER | b);
+    const uint64_t W = __atomic_load_n(&E.w, __ATOMIC_RELAXED);
+    const uint32_t wg = uint32_t(W), wv = uint32_t(W >> 32);
+    if (wg && !(wg == g && (E.wl == l || E.we != e)) && !(v && wv == v))
+      race(G, lin, site, info, wg - 1, E.wl, E.ws, A_WRITE, addr, B.lo, O_BUFFER | b);
     if (info & A_WRITE) {
       if (E.rg) {
         const bool conflict = E.rl == R_MULTI_GROUPS || E.rg != g ||
@@ -346,11 +351,10 @@ __attribute__((always_inline)) inline void dev_access(Group* G, const Buffer& B,
                E.rs, A_READ, addr, B.lo, O_BUFFER | b);
         E.rg = 0;
       }
-      E.wg = g;
       E.wl = l;
       E.we = e;
       E.ws = uint16_t(site);
-      E.wv = v;
+      __atomic_store_n(&E.w, uint64_t(g) | uint64_t(v) << 32, __ATOMIC_RELAXED);
     } else {
       if (!E.rg) {
         E.rg = g;
