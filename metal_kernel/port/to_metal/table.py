@@ -464,7 +464,6 @@ FLAGGED_PREFIXES = [
 FLAGGED_NODES = {
     "gnu_asm_expression": ("MK1002", "inline PTX assembly (asm)"),
     "kernel_call_syntax": ("MK1005", "a kernel launch from device code (dynamic parallelism)"),
-    "lambda_expression": ("MK1017", "a lambda expression: Metal has no lambdas (write a struct with operator())"),
     "goto_statement": ("MK1017", "goto: Metal has no goto"),
     "new_expression": ("MK1017", "new: Metal has no dynamic allocation"),
     "delete_expression": ("MK1017", "delete: Metal has no dynamic allocation"),
