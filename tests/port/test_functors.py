@@ -2,7 +2,9 @@
 no function pointers: each becomes a functor type). A function that uses the
 thread's indices gets them through the functor: the call through the
 template parameter passes the builtins any such function needs, each
-functor forwards its own (facts.functor_builtins, emit.functor)."""
+functor forwards its own (facts.functor_builtins, emit.functor); one with
+__shared__ memory declares it as a struct type the kernel allocates and
+passes (facts.functor_shared)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,20 @@ from metal_kernel.port import port_cuda
 
 from .conftest import poisoned
 
-CUDA = r"""
-using step_fn = void (*)(float* out, const float* x, int n);
+STEP = "using step_fn = void (*)(float* out, const float* x, int n);\n"
+APPLY = r"""
+template <step_fn step>
+__global__ void apply(float* out, const float* x, int n) {
+    step(out, x, n);
+}
+"""
 
+
+def instantiate(*fns: str) -> str:
+    return "".join(f"template __global__ void apply<&{f}>(float* out, const float* x, int n);\n" for f in fns)
+
+
+CUDA = STEP + r"""
 __device__ void by_thread(float* out, const float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = 2.0f * x[i];
@@ -32,28 +45,18 @@ __device__ void staged(float* out, const float* x, int n) {
     __syncthreads();
     if (threadIdx.x < n) out[threadIdx.x] = tile[63 - threadIdx.x];
 }
-
-template <step_fn step>
-__global__ void apply(float* out, const float* x, int n) {
-    step(out, x, n);
-}
-
-template __global__ void apply<&by_thread>(float* out, const float* x, int n);
-template __global__ void apply<&by_lane>(float* out, const float* x, int n);
-template __global__ void apply<&pure>(float* out, const float* x, int n);
-template __global__ void apply<&staged>(float* out, const float* x, int n);
-"""
+""" + APPLY + instantiate("by_thread", "by_lane", "pure", "staged")
 
 
 def test_functor_passes_the_thread_indices():
     p = port_cuda(CUDA, filename="functors.cu")
     m = p.metal
-    assert "step{}(threadIdx, blockIdx, blockDim, out, x, n);" in m
-    assert "auto operator()(uint3 threadIdx, uint3 blockIdx, uint3 blockDim, A... a) const " \
-           "{ return by_thread(threadIdx, blockIdx, blockDim, a...); }" in m
+    assert "step{}(mk_step_shared, threadIdx, blockIdx, blockDim, out, x, n);" in m
+    assert "auto operator()(threadgroup mk_shared& mk_tg, uint3 threadIdx, uint3 blockIdx, uint3 blockDim, A... a) " \
+           "const { return by_thread(threadIdx, blockIdx, blockDim, a...); }" in m
     assert "{ return pure(a...); }" in m  # forwards only what it needs
     ok = {k.spelling: k.translated for k in p.kernels}
-    assert ok == {"apply<&by_thread>": True, "apply<&by_lane>": True, "apply<&pure>": True, "apply<&staged>": False}
+    assert ok == {"apply<&by_thread>": True, "apply<&by_lane>": True, "apply<&pure>": True, "apply<&staged>": True}
     p.load()
     x = np.linspace(-1, 1, 200).astype(np.float32)
     for name in ("apply<&by_thread>", "apply<&by_lane>"):
@@ -63,11 +66,61 @@ def test_functor_passes_the_thread_indices():
     assert res.ok, str(res)
 
 
-def test_functor_needing_shared_memory_is_left_out():
-    # The kernel template cannot declare the __shared__ array of a function it
-    # only knows as a template argument: that instantiation is MK1024, the
-    # others are unaffected.
+def test_functor_brings_its_shared_memory():
+    # The kernel template cannot name the __shared__ array of a function it
+    # only knows as a template argument: the functor declares it as a struct
+    # type (mk_shared), the kernel declares one in threadgroup memory and
+    # passes it through the call.
     p = port_cuda(CUDA, filename="functors.cu")
-    staged = next(k for k in p.kernels if k.spelling == "apply<&staged>")
-    assert not staged.translated and [d.code for d in staged.diagnostics] == ["MK1024"]
-    assert "'staged' is passed as a template argument" in staged.diagnostics[0].message
+    m = p.metal
+    assert "struct staged_fn { struct mk_shared { float staged_tile[64]; }; " in m
+    assert "threadgroup typename step::mk_shared mk_step_shared;" in m
+    assert "{ return staged(mk_tg.staged_tile, threadIdx, a...); }" in m
+    x = np.linspace(-1, 1, 64).astype(np.float32)
+    res = p.verify("apply<&staged>", poisoned(64), x, 64, grid=1, block=64)
+    assert res.ok, str(res)
+
+
+DYNAMIC = STEP + r"""
+__device__ void dynamic(float* out, const float* x, int n) {
+    extern __shared__ float buf[];
+    buf[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x < n) out[threadIdx.x] = buf[n - 1 - threadIdx.x];
+}
+""" + APPLY + instantiate("dynamic")
+
+
+def test_functor_needing_dynamic_shared_memory_is_left_out():
+    # The size of dynamic threadgroup memory is the launch's: the kernel
+    # template would have to bind it for a function it does not know.
+    p = port_cuda(DYNAMIC, filename="dynamic.cu")
+    k = p.kernels[0]
+    assert not k.translated and [d.code for d in k.diagnostics] == ["MK1024"]
+    assert "'dynamic' is passed as a template argument but needs dynamic threadgroup memory" in k.diagnostics[0].message
+
+
+MIXED = STEP + r"""using unary_fn = float (*)(float);
+
+__device__ float twice(float v) { return 2.0f * v; }
+
+template <unary_fn op>
+__device__ float through(float v) { return op(v); }  // a device function calling through its parameter
+
+__device__ void staged(float* out, const float* x, int n) {
+    __shared__ float tile[64];
+    tile[threadIdx.x] = through<twice>(x[threadIdx.x]);
+    __syncthreads();
+    if (threadIdx.x < n) out[threadIdx.x] = tile[63 - threadIdx.x];
+}
+""" + APPLY + instantiate("staged")
+
+
+def test_functor_shared_memory_beside_a_device_function_calling_through_a_parameter():
+    # `through` passes no threadgroup memory: `twice_fn` keeps the overload
+    # without it; `staged_fn` is only called by the kernel, which passes its own.
+    p = port_cuda(MIXED, filename="mixed.cu")
+    assert all(k.translated for k in p.kernels), p.report()
+    x = np.linspace(-1, 1, 64).astype(np.float32)
+    res = p.verify("apply<&staged>", poisoned(64), x, 64, grid=1, block=64)
+    assert res.ok, str(res)

@@ -34,3 +34,42 @@ def test_width_shuffles_in_a_partial_simdgroup(block):
     res = p.verify("segment_sums", np.full(block, np.nan, np.float32), x, block, grid=1, block=block)
     assert res.ok, str(res)
     assert not res.port_findings, str(res)
+
+
+# llm.c's matmul_backward_bias_kernel8/9 (block 4 x 8 x blockDim.z) reduce
+# rows r = lane, lane + 4, ... < blockDim.z in segments of 4 lanes. With
+# blockDim.z < 4 some lanes of each segment skip the loop, and the full-mask
+# shuffles of the others read them: undefined in CUDA (a source lane that
+# does not take part), undefined in Metal. The original is at fault, not the
+# translation: the CUDA runtime (port/include/mkcuda/warp.h) gives 0 for such
+# a source, as an H200 does once the lane has exited, but reports nothing;
+# the port's check reports the read (and MK1035 flags the shuffle).
+SKIPPING = r"""
+__global__ void skipping_rows(float* out, const float* x) {
+    int d = threadIdx.x, c = threadIdx.y;
+    float a = 0.f;
+    for (int r = d; r < blockDim.z; r += 4) {
+        float v = x[r * 8 + c];
+        v += __shfl_down_sync(0xffffffff, v, 1, 4);
+        v += __shfl_down_sync(0xffffffff, v, 2, 4);
+        a += v;
+    }
+    if (d == 0 && threadIdx.z == 0) out[c] = a;
+}
+"""
+
+
+@pytest.mark.parametrize("depth", [1, 4])
+def test_lanes_that_skip_the_loop_are_read_by_the_original_too(depth):
+    p = port_cuda(SKIPPING, filename="skipping.cu")
+    assert {d.code for d in p.diagnostics} == {"MK1035"}
+    x = np.arange(64, dtype=np.float32)
+    res = p.verify("skipping_rows", np.full(8, np.nan, np.float32), x, grid=1, block=(4, 8, depth))
+    assert all(b.match for b in res.buffers), str(res)  # both read 0 from the lanes that skipped
+    assert not res.original_findings, str(res)
+    if depth == 4:  # every lane runs the loop: nothing inactive is read
+        assert res.ok, str(res)
+    else:
+        f = res.port_findings[0]
+        assert f.kind == "inactive-lane" and f.function.startswith("mk_shfl_down"), str(res)
+        assert any("reads lane 1 (thread (1,0,0))" in x for x in f.details), f.details

@@ -12,7 +12,7 @@ from ..parse import walk
 from . import table as T
 from .facts import SYNC_COUNTER, SYNC_VOTES, Call, Function, SharedVar, call_keys, resolve
 from .spaces import MEMORY_SPACES
-from .symbols import mangle
+from .symbols import functor_shared_name, mangle
 
 # Methods of cooperative groups objects, counted as cooperative-groups references.
 _METHOD_NAMES_CG = {"thread_rank", "meta_group_rank", "meta_group_size", "shfl", "shfl_up", "shfl_down",
@@ -44,7 +44,10 @@ class CallRewriter:
         if name in self.fnptr_params:  # the functor takes the builtins its function may need first
             self.changed(node)
             args = [self.rw(a) for a in self.args(node)]
-            return f"{name}{{}}({', '.join(self.facts.functor_builtins + args)})"
+            # A kernel passes the __shared__ memory the function needs (emit.functor);
+            # a device function has none to pass (such a function is MK1024).
+            shared = [functor_shared_name(name)] if self.facts.functor_shared and self.fn.kernel else []
+            return f"{name}{{}}({', '.join(shared + self.facts.functor_builtins + args)})"
         helpers = self.facts.helpers(name)
         if helpers and not self.facts.by_name.get(name, [None])[0].kernel:
             return self.helper_call(node, fn, name, helpers)

@@ -31,7 +31,7 @@ from .mapper import Translation
 from .model import Chunk, KernelPort
 from .renderers import FileRenderer, HelperRenderer, KernelRenderer
 from .source import CudaSource
-from .symbols import split_template_args
+from .symbols import mangle, split_template_args
 
 HEADER = """\
 // Metal port of {file}, made by `metal-kernel port` from the CUDA source.
@@ -326,10 +326,27 @@ class Emitter:
                 continue
             for g in self.facts.helpers(name):
                 needs = self.facts.needs[g.node.start_byte]
-                if g.shared or needs.shared or needs.dynamic or needs.globals:
+                why = self.functor_unsupported(g)
+                if why:
                     out.append(self.tr.diagnose("MK1024", g.node, f"'{g.name}' is passed as a template argument "
-                                                "but needs threadgroup memory or global buffers", g.name))
+                                                f"but needs {why}", g.name))
         return out
+
+    def functor_unsupported(self, g: Function) -> str:
+        """What a functor cannot give function `g` (see functor()), or ''."""
+        needs = self.facts.needs[g.node.start_byte]
+        if needs.dynamic or any(v.extern for v in g.shared):
+            return "dynamic threadgroup memory"
+        if needs.globals:
+            return "global buffers"
+        if self.facts.functor_static_shared(g):
+            if g.template_params:
+                return "threadgroup memory and is a template"
+            helpers = {f.name for f in self.facts.fnptr_callers if not f.kernel}
+            if any(c.callee in helpers and c.targs and g.name in re.findall(r"\w+", c.targs)
+                   for f in self.facts.functions for c in f.calls):
+                return "threadgroup memory and is passed to a device function's template parameter"
+        return ""
 
     def kernels_reaching(self, name: str) -> frozenset:
         out = set()
@@ -512,8 +529,22 @@ class Emitter:
         # (facts.functor_builtins); this one forwards its own.
         params = "".join(f"{T.BUILTIN_PARAMS[b][0]} {b}, " for b in self.facts.functor_builtins)
         forward = "".join(f"{b}, " for b in needs.builtins)
-        return (f"struct {f.name}_fn {{ template <typename... A> auto operator()({params}A... a) const "
-                f"{{ return {name}({forward}a...); }} }};")
+        call = "template <typename... A> auto operator()({}A... a) const {{ return {}({}a...); }}"
+        taken = [] if self.functor_unsupported(f) else self.facts.functor_static_shared(f)
+        plain = "" if taken else call.format(params, name, forward) + " "
+        if not self.facts.functor_shared:
+            return f"struct {f.name}_fn {{ {plain}}};"
+        # Its __shared__ memory (and its callees'): Metal declares threadgroup
+        # memory in the kernel, which knows this type only as its template
+        # argument, so the functor names it (mk_shared), and a kernel declares
+        # one and passes it first (renderers.KernelRenderer.prologue). A device
+        # function calling through its template parameter passes none: the
+        # overload without it (only for functions that need none).
+        types = self.file_renderer()
+        fields = "".join(f"{types.render_type_text(v.type_text)} {mangle(k)}{''.join(v.dims)}; " for k, v in taken)
+        to_tg = "".join(f"mk_tg.{mangle(k)}, " for k, _ in taken)
+        with_tg = call.format("threadgroup mk_shared& mk_tg, " + params, name, to_tg + forward)
+        return f"struct {f.name}_fn {{ struct mk_shared {{ {fields}}}; {plain}{with_tg} }};"
 
     @staticmethod
     def disable(text: str, errors: list[Diagnostic]) -> str:

@@ -127,9 +127,21 @@ class Facts:
     # passes first: those any device function used as a template argument
     # needs (each functor forwards its own; emit.py).
     functor_builtins: list[str] = field(default_factory=list)
+    # Whether a device function passed as a template argument has __shared__
+    # memory (its own or its callees'): then each functor type declares it
+    # as a struct (mk_shared), and a kernel calling through a function-pointer
+    # template parameter declares one of those and passes it first (emit.py).
+    functor_shared: bool = False
+    fnptr_callers: list[Function] = field(default_factory=list)  # functions calling through such a parameter
 
     def helpers(self, name: str) -> list[Function]:
         return [f for f in self.by_name.get(name, []) if not f.kernel]
+
+    def functor_static_shared(self, g: Function) -> list[tuple[tuple, SharedVar]]:
+        """The static threadgroup variables a device function passed as a
+        template argument takes (call_keys: its own, then its callees'),
+        as (the name its caller passes, the variable)."""
+        return [(key, v) for _, key, v in call_keys(g, None, self.needs[g.node.start_byte])]
 
 
 def _type_text(src: CudaSource, decl, skip=("__shared__", "__device__", "__constant__", "__managed__", "extern",
@@ -393,6 +405,8 @@ def collect(src: CudaSource) -> Facts:
         if any(call.callee in params for call in f.calls):
             fnptr_callers.append(f)
     facts.needs = _needs(facts, fnptr_callers)
+    facts.fnptr_callers = fnptr_callers
+    facts.functor_shared = any(facts.functor_static_shared(g) for name in functor_args for g in facts.helpers(name))
     return facts
 
 

@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 
 from ..parse import declarator_name, keywords, walk
 from . import table as T
-from .diagnostics import Diagnostic, make
 from .calls import CallRewriter
 from .conversions import BfloatConversions
+from .diagnostics import Diagnostic, make
 from .divergence import WarpChecks
 from .facts import Facts, Function, Param
+from .lambdas import LambdaLowering
 from .source import CudaSource
 from .spaces import MEMORY_SPACES, Env, Spaces, Var, declarator_kind, infer
 
@@ -69,7 +70,7 @@ class Translation:
         return per[sig]
 
 
-class Renderer(CallRewriter, WarpChecks, BfloatConversions):
+class Renderer(CallRewriter, WarpChecks, BfloatConversions, LambdaLowering):
     """The Metal text of one function instance (or of a file-scope item); the
     calls are rewritten by calls.CallRewriter, warp masks and divergence
     checked by divergence.WarpChecks."""
@@ -181,6 +182,8 @@ class Renderer(CallRewriter, WarpChecks, BfloatConversions):
             out = self.splice(node)
         if node.type in _STATEMENTS and node.start_byte in self.pending:
             out = self.with_comments(node, out)
+        if node.type in _STATEMENTS:
+            out = self.with_lambda_structs(node, out)
         return out
 
     def splice(self, node) -> str:

@@ -15,7 +15,7 @@ from .mapper import Renderer, Translation, kernel_param_is_modified
 from .model import ELEMENT_BYTES, SCALAR_DTYPES, GlobalSpec, KernelPort, ParamSpec, canonical_type
 from .source import CudaSource
 from .spaces import buffer_use
-from .symbols import mangle, split_template_args, substitute
+from .symbols import functor_shared_name, mangle, split_template_args, substitute
 
 if TYPE_CHECKING:
     from .emit import Emitter
@@ -315,6 +315,9 @@ class KernelRenderer(FunctionRenderer):
         for key, v in self.needs.shared.items():
             t, dims = self.shared_type(key, v)
             out.append(f"\n  threadgroup {t} {mangle(key)}{dims};")
+        if self.facts.functor_shared and fn in self.facts.fnptr_callers:
+            for p in sorted(self.fnptr_params):  # what the function it names declares __shared__ (emit.functor)
+                out.append(f"\n  threadgroup typename {p}::mk_shared {functor_shared_name(p)};")
         primary = self.primary_extern()
         for name in sorted(fn.file_shared_used):
             v = self.facts.file_shared[name]

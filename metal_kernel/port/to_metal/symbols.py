@@ -18,6 +18,12 @@ def mangle(key: tuple) -> str:
     return out
 
 
+def functor_shared_name(param: str) -> str:
+    """The kernel's threadgroup variable holding the __shared__ memory of the
+    function its function-pointer template parameter `param` names."""
+    return f"mk_{param}_shared"
+
+
 def substitute(text: str, mapping: dict[str, str]) -> str:
     if not mapping:
         return text

@@ -133,11 +133,13 @@ DIAGNOSTICS: dict[str, DiagnosticKind] = {d.code: d for d in [
        "variable the host can write becomes a buffer parameter after the kernel's own, and the launcher "
        "binds it (set it with lib.set_constant).",
        "Nothing to do with the generated launcher; a native host must bind the buffer itself."),
-    _D("MK1024", "error", "function passed as a template argument needs threadgroup memory",
+    _D("MK1024", "error", "function passed as a template argument needs dynamic shared memory or globals",
        "Metal has no function pointers: a device function passed as a template argument becomes a functor "
-       "type. Its call passes the thread indices (threadIdx & co., which Metal passes as parameters), but not "
-       "the function's __shared__ variables, dynamic shared memory or __device__ globals: the kernel template "
-       "does not know which function it calls, so it cannot declare them.",
+       "type. Its call passes the thread indices (threadIdx & co., which Metal passes as parameters), and its "
+       "static __shared__ variables (the functor declares them as a struct type, which the kernel allocates in "
+       "threadgroup memory), but not dynamic shared memory or __device__ globals, nor the __shared__ variables "
+       "of a function template or of one called through a template parameter of a device function: the kernel "
+       "template does not know which function it calls, so it cannot bind them.",
        "Call the helper directly, or declare the shared memory in the kernel and pass it to the function."),
     _D("MK1025", "note", "emulated function",
        "Metal has no such function; the port calls a helper written with Metal functions (its accuracy "
@@ -464,7 +466,6 @@ FLAGGED_PREFIXES = [
 FLAGGED_NODES = {
     "gnu_asm_expression": ("MK1002", "inline PTX assembly (asm)"),
     "kernel_call_syntax": ("MK1005", "a kernel launch from device code (dynamic parallelism)"),
-    "lambda_expression": ("MK1017", "a lambda expression: Metal has no lambdas (write a struct with operator())"),
     "goto_statement": ("MK1017", "goto: Metal has no goto"),
     "new_expression": ("MK1017", "new: Metal has no dynamic allocation"),
     "delete_expression": ("MK1017", "delete: Metal has no dynamic allocation"),
