@@ -15,7 +15,8 @@ def chunked(fn: Function) -> bool:
     return any(sp.kind == "simd" for sp in fn.syncs)
 
 
-def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None) -> list[str]:
+def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None,
+              guards: dict[int, tuple[int, int]] | None = None) -> list[str]:
     """loop(g, slots, stage, frames, states, b, e, resume): threads
     [b, e) in rows of x (x innermost, so ids stay affine), each from
     `resume` to its next cut; returns the summary the driver reads
@@ -31,7 +32,11 @@ def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None) -> li
     every exit of the region is the same point, a simdgroup's states are
     one vector store and the summary is known without reading them;
     otherwise one loop over the states of [b, e) after the region (not
-    one per row) computes it."""
+    one per row) computes it.
+
+    `guards[k] = (C, K)` (prefix_guard.py): in region k only threads with
+    x < C do anything, the others return K; a row calls the step for
+    x < C only and stores K for the rest (kernels without simd functions)."""
     n = fn.sym
     group = loop_group or fn.attr_group
     attr = f" #{group}" if group else ""
@@ -50,7 +55,8 @@ def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None) -> li
     out.append("  ]")
     chunk = chunked(fn)
     for k in range(len(fn.syncs) + 1):
-        out += _region_rows(n, k, chunk, exits[k])
+        guard = None if chunk else (guards or {}).get(k)
+        out += _region_rows(n, k, chunk, exits[k], guard)
         out += _summary(k, exits[k])
         out += _packed_summary(k)
     # no thread: lowest state ~0, no live thread (live_lo 0xffff)
@@ -72,9 +78,10 @@ def _call_step(n: int, k: int, x: str, tid: str, suffix: str, store_state: bool 
     ]
 
 
-def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int]) -> list[str]:
+def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int], guard: tuple[int, int] | None = None) -> list[str]:
     """Region k over the threads [b, e), row by row (x innermost); a row in
-    pieces at simdgroup boundaries when `chunk`."""
+    pieces at simdgroup boundaries when `chunk`; with a `guard` (C, K), the
+    step is called for x < C only."""
     out = [
         # (x, y, z) of the first thread, then stepped row by row
         # (no division per row)
@@ -98,9 +105,15 @@ def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int]) -> list[str]:
     ]
     if chunk:
         out += _whole_simdgroups(n, k, exits_k)
+    elif guard:
+        out += [f"  %x1.{k} = add i32 %x1w.{k}, 0",
+                f"  %x1g.{k} = call i32 @llvm.umin.i32(i32 %x1.{k}, i32 {guard[0]})",
+                f"  %hasg.{k} = icmp ult i32 %x0.{k}, %x1g.{k}",
+                f"  br i1 %hasg.{k}, label %L{k}.inner, label %L{k}.skip"]
     else:
         out += [f"  %x1.{k} = add i32 %x1w.{k}, 0", f"  br label %L{k}.inner"]
     prev = f"%L{k}.row"
+    end = f"%x1g.{k}" if guard else f"%x1.{k}"
     out += [
         # the threads of this piece: only the kernel's code and the state
         f"L{k}.inner:",
@@ -110,11 +123,15 @@ def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int]) -> list[str]:
     out += _call_step(n, k, f"%x{k}", f"%tid{k}", f"{k}")
     out += [
         f"  %xn{k} = add nuw i32 %x{k}, 1",
-        f"  %c{k} = icmp ult i32 %xn{k}, %x1.{k}",
-        f"  br i1 %c{k}, label %L{k}.inner, label %L{k}.step",
+        f"  %c{k} = icmp ult i32 %xn{k}, {end}",
+        f"  br i1 %c{k}, label %L{k}.inner, label %L{k}.{'skip' if guard else 'step'}",
+    ]
+    if guard:
+        out += _guarded_rest(k, guard[1])
+    out += [
         f"L{k}.step:",
-        f"  %xe{k} = phi i32 [ %x1.{k}, %L{k}.inner ]"
-        + (f", [ %xce{k}, %L{k}.cexit ]" if chunk else ""),
+        (f"  %xe{k} = phi i32 [ %x1.{k}, %L{k}.skip ], [ %x1.{k}, %L{k}.fill ]" if guard else
+         f"  %xe{k} = phi i32 [ %x1.{k}, %L{k}.inner ]" + (f", [ %xce{k}, %L{k}.cexit ]" if chunk else "")),
         f"  %next{k} = add i32 %row{k}, %xe{k}",
         # the next piece starts at xe, or at the start of the next y (z)
         f"  %wrap{k} = icmp eq i32 %xe{k}, %gsx",
@@ -134,6 +151,26 @@ def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int]) -> list[str]:
         f"L{k}.summ:",
     ]
     return out
+
+
+def _guarded_rest(k: int, state: int) -> list[str]:
+    """The threads of a row from max(x0, C) to x1, which the guard leaves
+    out: their state is `state`, stored in a loop of its own."""
+    return [
+        f"L{k}.skip:",
+        f"  %xs{k} = call i32 @llvm.umax.i32(i32 %x0.{k}, i32 %x1g.{k})",
+        f"  %hass{k} = icmp ult i32 %xs{k}, %x1.{k}",
+        f"  br i1 %hass{k}, label %L{k}.fill, label %L{k}.step",
+        f"L{k}.fill:",
+        f"  %xf{k} = phi i32 [ %xs{k}, %L{k}.skip ], [ %xfn{k}, %L{k}.fill ]",
+        f"  %tidf{k} = add i32 %row{k}, %xf{k}",
+        f"  %tf64.{k} = zext i32 %tidf{k} to i64",
+        f"  %spf{k} = getelementptr inbounds i32, ptr %states, i64 %tf64.{k}",
+        f"  store i32 {state}, ptr %spf{k}, align 4",
+        f"  %xfn{k} = add nuw i32 %xf{k}, 1",
+        f"  %cf{k} = icmp ult i32 %xfn{k}, %x1.{k}",
+        f"  br i1 %cf{k}, label %L{k}.fill, label %L{k}.step",
+    ]
 
 
 def _whole_simdgroups(n: int, k: int, exits_k: set[int]) -> list[str]:
