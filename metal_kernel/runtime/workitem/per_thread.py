@@ -14,7 +14,7 @@ from .emit_loop import loop_text
 from .emit_steps import StepEmitter
 from .ir_model import Block, Function
 from .parse import parse
-from .prefix_guard import prefix_guard, step_functions
+from .prefix_guard import Guard, prefix_guard, step_functions
 from .privatise import Privatisation
 from .uniformity import uniform_candidates
 
@@ -30,7 +30,7 @@ class PerThread:
         self.ai_group: str | None = None    # attributes of the step functions
         self.loop_group: str | None = None  # and of the loop function
         self.exits: list[set[int]] = []  # per step function (emit)
-        self.guards: dict[int, tuple[int, int]] = {}  # regions only threads x < C work in (emit)
+        self.guards: dict[int, Guard] = {}  # regions only the first threads work in (emit)
 
     # What the caller and tests read of the parsed function.
     @property
