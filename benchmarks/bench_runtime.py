@@ -36,15 +36,14 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE / "perf"))
-try:
-    import metal_kernel  # noqa: F401
-except ImportError:  # run from a checkout without installing
-    sys.path.insert(1, str(REPO))
-    import metal_kernel  # noqa: F401
-
+# The checkout this script is in, before any installed metal_kernel: an
+# editable install of another checkout would otherwise be what is measured.
+sys.path.insert(1, str(REPO))
 import machine  # noqa: E402
 import report  # noqa: E402
 from kernels import MSL, OCL  # noqa: E402,F401  (benchmarks/bench_check.py reads them)
+
+import metal_kernel  # noqa: F401
 
 
 def log(*a):

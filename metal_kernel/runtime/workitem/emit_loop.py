@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .abi import DONE, WIGROUP_SIZE
 from .ir_model import Function
+from .prefix_guard import Guard
 
 SIMD_WIDTH = 32  # MK_SIMD_WIDTH
 
@@ -15,7 +16,8 @@ def chunked(fn: Function) -> bool:
     return any(sp.kind == "simd" for sp in fn.syncs)
 
 
-def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None) -> list[str]:
+def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None,
+              guards: dict[int, Guard] | None = None) -> list[str]:
     """loop(g, slots, stage, frames, states, b, e, resume): threads
     [b, e) in rows of x (x innermost, so ids stay affine), each from
     `resume` to its next cut; returns the summary the driver reads
@@ -31,7 +33,12 @@ def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None) -> li
     every exit of the region is the same point, a simdgroup's states are
     one vector store and the summary is known without reading them;
     otherwise one loop over the states of [b, e) after the region (not
-    one per row) computes it."""
+    one per row) computes it.
+
+    `guards[k]` (prefix_guard.py): in region k only threads with x (or
+    lin) below a constant do anything, the others return the same state; a
+    row's threads past the bound are not called, their state is stored
+    directly (`_guarded_row`)."""
     n = fn.sym
     group = loop_group or fn.attr_group
     attr = f" #{group}" if group else ""
@@ -50,7 +57,7 @@ def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None) -> li
     out.append("  ]")
     chunk = chunked(fn)
     for k in range(len(fn.syncs) + 1):
-        out += _region_rows(n, k, chunk, exits[k])
+        out += _region_rows(n, k, chunk, exits[k], (guards or {}).get(k))
         out += _summary(k, exits[k])
         out += _packed_summary(k)
     # no thread: lowest state ~0, no live thread (live_lo 0xffff)
@@ -72,9 +79,10 @@ def _call_step(n: int, k: int, x: str, tid: str, suffix: str, store_state: bool 
     ]
 
 
-def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int]) -> list[str]:
+def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int], guard: Guard | None = None) -> list[str]:
     """Region k over the threads [b, e), row by row (x innermost); a row in
-    pieces at simdgroup boundaries when `chunk`."""
+    pieces at simdgroup boundaries when `chunk`; with a `guard`, a piece
+    ends at the guard's bound and the threads past it are `_guarded_row`."""
     out = [
         # (x, y, z) of the first thread, then stepped row by row
         # (no division per row)
@@ -90,12 +98,17 @@ def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int]) -> list[str]:
         f"  %y{k} = phi i32 [ %by{k}, %L{k}.pre ], [ %ny{k}, %L{k}.step ]",
         f"  %z{k} = phi i32 [ %bz{k}, %L{k}.pre ], [ %nz{k}, %L{k}.step ]",
         f"  %more{k} = icmp ult i32 %lin{k}, %e",
-        f"  br i1 %more{k}, label %L{k}.row, label %L{k}.end",
-        f"L{k}.row:",
-        f"  %row{k} = sub i32 %lin{k}, %x0.{k}",
-        f"  %left{k} = sub i32 %e, %row{k}",
-        f"  %x1w.{k} = call i32 @llvm.umin.i32(i32 %left{k}, i32 %gsx)",
+        f"  br i1 %more{k}, label %L{k}.{'rowg' if guard else 'row'}, label %L{k}.end",
     ]
+    if guard:
+        out += _guarded_row(k, guard)
+    else:
+        out += [
+            f"L{k}.row:",
+            f"  %row{k} = sub i32 %lin{k}, %x0.{k}",
+            f"  %left{k} = sub i32 %e, %row{k}",
+            f"  %x1w.{k} = call i32 @llvm.umin.i32(i32 %left{k}, i32 %gsx)",
+        ]
     if chunk:
         out += _whole_simdgroups(n, k, exits_k)
     else:
@@ -113,8 +126,8 @@ def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int]) -> list[str]:
         f"  %c{k} = icmp ult i32 %xn{k}, %x1.{k}",
         f"  br i1 %c{k}, label %L{k}.inner, label %L{k}.step",
         f"L{k}.step:",
-        f"  %xe{k} = phi i32 [ %x1.{k}, %L{k}.inner ]"
-        + (f", [ %xce{k}, %L{k}.cexit ]" if chunk else ""),
+        f"  %xe{k} = phi i32 [ %x1.{k}, %L{k}.inner ]" + (f", [ %xce{k}, %L{k}.cexit ]" if chunk else "")
+        + (f", [ %x1r.{k}, %L{k}.fill ]" if guard else ""),
         f"  %next{k} = add i32 %row{k}, %xe{k}",
         # the next piece starts at xe, or at the start of the next y (z)
         f"  %wrap{k} = icmp eq i32 %xe{k}, %gsx",
@@ -134,6 +147,39 @@ def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int]) -> list[str]:
         f"L{k}.summ:",
     ]
     return out
+
+
+def _guarded_row(k: int, guard: Guard) -> list[str]:
+    """The start of a row piece in a guarded region: the piece ends at the
+    guard's bound (x < C, or lin < C: x < C - row) and goes on at L<k>.row
+    as any piece does; a piece that starts at or past the bound runs no
+    step: its threads, to the end of the row, get the guard's state."""
+    if guard.coord == "x":
+        limit = [f"  %lim{k} = add i32 {guard.below}, 0"]
+    else:
+        limit = [f"  %rowlo{k} = icmp ult i32 %row{k}, {guard.below}",
+                 f"  %rowlim{k} = sub i32 {guard.below}, %row{k}",
+                 f"  %lim{k} = select i1 %rowlo{k}, i32 %rowlim{k}, i32 0"]
+    return [
+        f"L{k}.rowg:",
+        f"  %row{k} = sub i32 %lin{k}, %x0.{k}",
+        f"  %left{k} = sub i32 %e, %row{k}",
+        f"  %x1r.{k} = call i32 @llvm.umin.i32(i32 %left{k}, i32 %gsx)",
+        *limit,
+        f"  %x1w.{k} = call i32 @llvm.umin.i32(i32 %x1r.{k}, i32 %lim{k})",
+        f"  %hasg{k} = icmp ult i32 %x0.{k}, %x1w.{k}",
+        f"  br i1 %hasg{k}, label %L{k}.row, label %L{k}.fill",
+        f"L{k}.fill:",
+        f"  %xf{k} = phi i32 [ %x0.{k}, %L{k}.rowg ], [ %xfn{k}, %L{k}.fill ]",
+        f"  %tidf{k} = add i32 %row{k}, %xf{k}",
+        f"  %tf64.{k} = zext i32 %tidf{k} to i64",
+        f"  %spf{k} = getelementptr inbounds i32, ptr %states, i64 %tf64.{k}",
+        f"  store i32 {guard.state}, ptr %spf{k}, align 4",
+        f"  %xfn{k} = add nuw i32 %xf{k}, 1",
+        f"  %cf{k} = icmp ult i32 %xfn{k}, %x1r.{k}",
+        f"  br i1 %cf{k}, label %L{k}.fill, label %L{k}.step",
+        f"L{k}.row:",
+    ]
 
 
 def _whole_simdgroups(n: int, k: int, exits_k: set[int]) -> list[str]:

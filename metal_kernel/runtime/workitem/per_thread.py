@@ -14,6 +14,7 @@ from .emit_loop import loop_text
 from .emit_steps import StepEmitter
 from .ir_model import Block, Function
 from .parse import parse
+from .prefix_guard import Guard, prefix_guard, step_functions
 from .privatise import Privatisation
 from .uniformity import uniform_candidates
 
@@ -29,6 +30,7 @@ class PerThread:
         self.ai_group: str | None = None    # attributes of the step functions
         self.loop_group: str | None = None  # and of the loop function
         self.exits: list[set[int]] = []  # per step function (emit)
+        self.guards: dict[int, Guard] = {}  # regions only the first threads work in (emit)
 
     # What the caller and tests read of the parsed function.
     @property
@@ -97,6 +99,8 @@ class PerThread:
         steps = StepEmitter(self.analysis, self.ai_group)
         out = steps.emit()
         self.exits = steps.exits
+        self.guards = {k: g for k, text in step_functions(out, self.fn.sym).items()
+                       if (g := prefix_guard(text)) is not None}
         return out
 
     def emit_all(self) -> tuple[list[str], list[str]]:
@@ -108,7 +112,7 @@ class PerThread:
         return types_text(self.fn, self.analysis)
 
     def loop_text(self) -> list[str]:
-        return loop_text(self.fn, self.exits, self.loop_group)
+        return loop_text(self.fn, self.exits, self.loop_group, self.guards)
 
     def descriptor_text(self) -> list[str]:
         return descriptor_text(self.fn, self.analysis)
