@@ -602,8 +602,9 @@ def _log2(v: int) -> int:
 
 def instrument(text: str, symbols: list[int], runtime_dirs: tuple[str, ...] = ()) -> Result:
     """Instruments the per-thread functions of `symbols` in `text`."""
-    if not runtime_dirs:
-        runtime_dirs = (str(Path(__file__).resolve().parents[1] / "runtime" / "include"),)
+    if not runtime_dirs:  # the runtime's headers and the CUDA front end's (a site in them is the caller's)
+        pkg = Path(__file__).resolve().parents[1]
+        runtime_dirs = (str(pkg / "runtime" / "include"), str(pkg / "port" / "include"))
     return Instrumenter(text, symbols, runtime_dirs).run()
 
 

@@ -42,8 +42,8 @@ def test_width_shuffles_in_a_partial_simdgroup(block):
 # shuffles of the others read them: undefined in CUDA (a source lane that
 # does not take part), undefined in Metal. The original is at fault, not the
 # translation: the CUDA runtime (port/include/mkcuda/warp.h) gives 0 for such
-# a source, as an H200 does once the lane has exited, but reports nothing;
-# the port's check reports the read (and MK1035 flags the shuffle).
+# a source, as an H200 does once the lane has exited, and its checked build
+# reports the read, as the port's does (and MK1035 flags the shuffle).
 SKIPPING = r"""
 __global__ void skipping_rows(float* out, const float* x) {
     int d = threadIdx.x, c = threadIdx.y;
@@ -66,10 +66,12 @@ def test_lanes_that_skip_the_loop_are_read_by_the_original_too(depth):
     x = np.arange(64, dtype=np.float32)
     res = p.verify("skipping_rows", np.full(8, np.nan, np.float32), x, grid=1, block=(4, 8, depth))
     assert all(b.match for b in res.buffers), str(res)  # both read 0 from the lanes that skipped
-    assert not res.original_findings, str(res)
     if depth == 4:  # every lane runs the loop: nothing inactive is read
         assert res.ok, str(res)
     else:
         f = res.port_findings[0]
         assert f.kind == "inactive-lane" and f.function.startswith("mk_shfl_down"), str(res)
         assert any("reads lane 1 (thread (1,0,0))" in x for x in f.details), f.details
+        o = res.original_findings[0]  # the first shuffle's read, at the user's line
+        assert o.kind == "inactive-lane" and o.line == "skipping.cu:7", str(res)
+        assert any("reads lane 1 (thread (1,0,0))" in x for x in o.details), o.details

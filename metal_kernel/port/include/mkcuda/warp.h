@@ -55,10 +55,12 @@ __attribute__((always_inline)) inline T shfl(unsigned int mask, T value, unsigne
       const uint32_t j = shfl_source(Kind, i, me.b, me.c);
       // A source that does not take part (exited, or not in the mask) is
       // undefined in CUDA; an H200 gives 0 for an exited lane, and llm.c's
-      // matmul_backward_bias_kernel8 relies on it: 0 here too.
+      // matmul_backward_bias_kernel8 relies on it: 0 here too, and checked
+      // builds report the read, as they do a Metal simd function's.
       if (::mk::lane_active(l, j)) {
         ::mk::lane_out<T>(l, i) = ::mk::lane_in<ShflIn<T>>(l, j).value;
       } else {
+        ::mk::inactive_read(l, i, j);
         T zero;
         memset(static_cast<void*>(&zero), 0, sizeof(T));
         ::mk::lane_out<T>(l, i) = zero;
