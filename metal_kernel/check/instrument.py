@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..runtime.ir import _DEF, _GLOBAL, _LOCAL, Module, Unsupported, _name, _split_top, parse_call, parse_type
+from ..runtime.ir import _DEF, _GLOBAL, _LABEL_LINE, _LOCAL, Module, Unsupported, _name, _split_top, parse_call, parse_type
 from . import summarise as S
 from .affine import Analysis, Offset, add, const
 from .cfg import Blocks
@@ -327,8 +327,13 @@ class Instrumenter:
                 self._note_call(ln, info)
         S.apply(out, summaries)
         if entry_extra:
-            # after the entry block's allocas
+            # after the entry block's label, when it has one (a named
+            # entry block: '_Z11ndtri_valuef.exit:'), and its allocas
             k = 1
+            while k < len(out) - 1 and not out[k].strip():
+                k += 1
+            if k < len(out) - 1 and _LABEL_LINE.match(out[k]):
+                k += 1
             while k < len(out) - 1 and re.match(rf"\s*{_LOCAL} = alloca ", out[k]):
                 k += 1
             out[k:k] = entry_extra
