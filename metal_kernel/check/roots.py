@@ -145,9 +145,14 @@ class Function:
             # A pointer read from the runtime's own structures (the WiGroup,
             # the runtime's table) points into the runtime.
             parts = _split_top(re.sub(r"^load\s+(atomic\s+)?(volatile\s+)?", "", d))
-            if len(parts) > 1 and self._sub(_operand_value(parts[1]), depth + 1).kind == "g":
+            src = self._sub(_operand_value(parts[1]), depth + 1).kind if len(parts) > 1 else ""
+            if src == "g":
                 return Root("g")
-            return UNKNOWN  # (a pointer from the group record, CUDA's dynamic shared memory, too)
+            if src == "groupinfo" and parts[0].strip() == "ptr":
+                # The group record's one pointer, tg_buffer0 (mk/abi.h GroupInfo):
+                # [[threadgroup(0)]]'s storage, CUDA's dynamic shared memory.
+                return Root("tgp", 0)
+            return UNKNOWN
         if "call" in d.split("(")[0]:
             try:
                 c = parse_call(d)
