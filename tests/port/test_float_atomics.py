@@ -7,6 +7,7 @@ still fails."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from metal_kernel.port import port_cuda
 from metal_kernel.port.to_metal.float_atomics import uses_float_atomics
@@ -53,31 +54,17 @@ def test_float_atomic_sums_verify_with_a_note():
     assert not res.port_findings and not res.original_findings
 
 
-def test_a_wrong_float_atomic_port_still_fails():
+@pytest.mark.parametrize("wrong", ["2.0f * x[r * cols + c]",
+                                   "(r == 0 ? 0.0f : x[r * cols + c])"],  # one row: far more than the rounding
+                         ids=["doubled", "one-row-lost"])
+def test_a_wrong_float_atomic_port_still_fails(wrong):
     rng = np.random.default_rng(4)
     rows, cols = 256, 64
     x = rng.uniform(-1, 1, rows * cols).astype(np.float32)
     p = port_cuda(SOURCE, filename="fa.cu")
     for c in p.chunks:
         if "x[r * cols + c]" in c.text:
-            c.text = c.text.replace("x[r * cols + c]", "2.0f * x[r * cols + c]", 1)
-            break
-    else:
-        raise AssertionError("the port's add is not where the test expects it")
-    res = p.verify("column_sums", np.zeros(cols, np.uint16), np.zeros(cols, np.float32), x, rows, cols,
-                   grid=64, block=32)
-    assert not res.ok and any(not b.match for b in res.buffers), str(res)
-
-
-def test_a_port_that_loses_one_row_of_float_atomic_sums_fails():
-    # One row's contribution is far more than float32 atomics' rounding.
-    rng = np.random.default_rng(5)
-    rows, cols = 256, 64
-    x = rng.uniform(-1, 1, rows * cols).astype(np.float32)
-    p = port_cuda(SOURCE, filename="fa.cu")
-    for c in p.chunks:
-        if "x[r * cols + c]" in c.text:
-            c.text = c.text.replace("x[r * cols + c]", "(r == 0 ? 0.0f : x[r * cols + c])", 1)
+            c.text = c.text.replace("x[r * cols + c]", wrong, 1)
             break
     else:
         raise AssertionError("the port's add is not where the test expects it")
