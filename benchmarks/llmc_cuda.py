@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -191,7 +192,6 @@ def main():
         scaled_copy(dev, work)
         prebuilt = {}
         if args.nvcc:  # nvcc is slow: build every file at once
-            from concurrent.futures import ThreadPoolExecutor
 
             def try_build(name):
                 try:
@@ -219,8 +219,6 @@ def main():
                 continue
             prefix = (["compute-sanitizer", "--tool", args.sanitizer, "--print-limit", "50"]
                       if args.sanitizer else [])
-            from concurrent.futures import ThreadPoolExecutor
-
             with ThreadPoolExecutor(max(1, args.jobs)) as pool:
                 runs = list(pool.map(lambda v: run(exe, [] if v is None else [v], args.timeout, str(work), prefix),
                                      versions or [None]))

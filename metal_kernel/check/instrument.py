@@ -297,8 +297,7 @@ class Instrumenter:
                     new_ptrs.append(None)
                     continue
                 self_tmp = self._tmp(fn)
-                call = self._check_call(fn, r, c.ptr, acc.size, c.bits, c.site, shadow_of)
-                clean = summaries.clean.get((i, k))
+                val = None
                 if acc.stored and r.kind in ("buf", "tg", "tgp") and acc.size.isdigit() and int(acc.size) <= 64:
                     # The value goes along, so that a store leaving memory as
                     # it was is no access for racecheck (mk/check.h *_st);
@@ -306,10 +305,8 @@ class Instrumenter:
                     val = f"%mk.val{len(entry_extra)}"
                     entry_extra.append(f"  {val} = alloca {acc.stored[0]}")
                     pre.append(f"  store {acc.stored[0]} {acc.stored[1]}, ptr {val}")
-                    call = call.replace("@__mk_chk_buf(", "@__mk_chk_buf_st(").replace(
-                        "@__mk_chk_tg(", "@__mk_chk_tg_st(")[:-1] + f", ptr {val})"
-                elif clean is not None:  # a summarised loop's: skipped when its range was clean
-                    call = call.replace("(", f"_in(i1 {clean}, ", 1)
+                clean = None if val else summaries.clean.get((i, k))
+                call = self._check_call(fn, r, c.ptr, acc.size, c.bits, c.site, shadow_of, clean, val)
                 pre.append(f"  {self_tmp} = call ptr {call}")
                 new_ptrs.append(self_tmp)
             out[i] = "\n".join(pre + [self._rewrite(fn, flines[i], acc, new_ptrs)])
@@ -387,15 +384,22 @@ class Instrumenter:
         return f"%mk.chk{fn.tmp}"
 
     def _check_call(self, fn: Function, r: Root, ptr: str, size: str, bits: int, site: int,
-                    shadow_of: dict[str, str]) -> str:
+                    shadow_of: dict[str, str], clean: str | None = None, val: str | None = None) -> str:
+        """The check in front of an access; `clean`: a summarised loop's
+        flag (the *_in variant, skipped when the loop's ranges were clean);
+        `val`: where a plain store's value waits (the *_st variant)."""
         common = f"ptr {fn.g}, i32 {fn.lin}, ptr {ptr}, i64 {size}, i32 {bits}, i32 {site}"
         if r.kind == "priv":
             sh = shadow_of.get(r.base, "null")
-            return f"@__mk_chk_priv({common}, ptr {r.base}, i64 {r.size}, ptr {sh})"
-        fn_name = {"buf": "buf", "tg": "tg", "tgp": "tg", "glob": "glob"}.get(r.kind)
-        if fn_name is None:
-            return f"@__mk_chk_any({common})"
-        return f"@__mk_chk_{fn_name}({common}, {self._object_args(r)})"
+            name, args = "priv", f"{common}, ptr {r.base}, i64 {r.size}, ptr {sh}"
+        else:
+            name = {"buf": "buf", "tg": "tg", "tgp": "tg", "glob": "glob"}.get(r.kind, "any")
+            args = f"{common}, {self._object_args(r)}" if name != "any" else common
+        if val is not None:
+            return f"@__mk_chk_{name}_st({args}, ptr {val})"
+        if clean is not None:
+            return f"@__mk_chk_{name}_in(i1 {clean}, {args})"
+        return f"@__mk_chk_{name}({args})"
 
     def _object_args(self, r: Root) -> str:
         """The arguments naming the object in a buffer, threadgroup or

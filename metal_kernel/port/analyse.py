@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .parse import Source, declarator_name, keywords, walk
+from .parse import Source, declarator_name, is_function_declarator, keywords, walk
 
 DEVICE_WORDS = {"__global__", "__device__"}
 
@@ -287,7 +287,7 @@ class Analyser:
     def declaration(self, node, scope, template):
         kw = keywords(node)
         declarators = [c for c in node.children_by_field_name("declarator")]
-        is_function = any(self.is_function_declarator(d) for d in declarators)
+        is_function = any(is_function_declarator(d) for d in declarators)
         if "__shared__" in kw:
             self.unit.shared.append(SharedDecl(node, "extern" in kw, True))
             return
@@ -309,16 +309,6 @@ class Analyser:
         # A host variable: device code cannot use it.
         if declarators:
             self.drop(node)
-
-    @staticmethod
-    def is_function_declarator(d) -> bool:
-        while d is not None:
-            if d.type == "function_declarator":
-                return True
-            if d.type in ("init_declarator", "array_declarator"):
-                return False
-            d = d.child_by_field_name("declarator")
-        return False
 
     def instantiation(self, node):
         decl = self.function_declarator(node)

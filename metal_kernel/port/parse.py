@@ -79,6 +79,33 @@ def walk(node):
         stack.extend(reversed(n.children))
 
 
+def file_scope(root):
+    """The top-level items under `root`, looking through namespaces and
+    `extern "C"` blocks (a block's items after those of the level around it)."""
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        for n in node.children:
+            if n.type in ("namespace_definition", "linkage_specification"):
+                body = n.child_by_field_name("body")
+                if body is not None:
+                    todo.append(body)
+            else:
+                yield n
+
+
+def is_function_declarator(d) -> bool:
+    """Whether declarator `d` declares a function (not a variable of
+    function-pointer or array type)."""
+    while d is not None:
+        if d.type == "function_declarator":
+            return True
+        if d.type in ("init_declarator", "array_declarator"):
+            return False
+        d = d.child_by_field_name("declarator")
+    return False
+
+
 def declarator_name(node):
     """The identifier a (possibly nested) declarator declares, or None."""
     while node is not None:

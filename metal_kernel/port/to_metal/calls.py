@@ -20,6 +20,16 @@ _METHOD_NAMES_CG = {"thread_rank", "meta_group_rank", "meta_group_size", "shfl",
 
 
 class CallRewriter:
+    def flag_prefixed(self, node, name: str) -> bool:
+        """A name of a family Metal lacks (T.FLAGGED_PREFIXES: textures,
+        surfaces ...): diagnosed and counted unconverted."""
+        for prefix, code, what in T.FLAGGED_PREFIXES:
+            if name.startswith(prefix):
+                self.diag(code, node, f"{what}: '{name}'")
+                self.count_ref(T.Rule(name, "", "memory"), name, converted=False)
+                return True
+        return False
+
     def h_call_expression(self, node):
         fn = node.child_by_field_name("function")
         if fn is None:
@@ -58,11 +68,8 @@ class CallRewriter:
             return self.rule_call(node, name, rule)
         if name in T.SAME_IN_METAL or name in self.facts.fnptr_aliases:
             return None
-        for prefix, code, what in T.FLAGGED_PREFIXES:
-            if name.startswith(prefix):
-                self.diag(code, node, f"{what}: '{name}'")
-                self.count_ref(T.Rule(name, "", "memory"), name, converted=False)
-                return None
+        if self.flag_prefixed(node, name):
+            return None
         if self.is_local_callable(name):
             return None
         self.diag("MK1014", node, f"unknown identifier '{name}' left as it is")

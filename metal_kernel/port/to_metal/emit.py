@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 
 from ..analyse import Instantiation
-from ..parse import declarator_name, keywords, walk
+from ..parse import declarator_name, file_scope, is_function_declarator, keywords, walk
 from . import table as T
 from .diagnostics import Diagnostic, make
-from .facts import Facts, Function, _is_function_declarator
+from .facts import Facts, Function
 from .globals_init import global_bytes
 from .helpers import helper_text
 from .mapper import Translation
@@ -201,17 +201,7 @@ class Emitter:
         return seen
 
     def file_scope_items(self):
-        todo, out = [self.src.pp.root], []
-        while todo:
-            node = todo.pop()
-            for n in node.children:
-                if n.type in ("namespace_definition", "linkage_specification"):
-                    body = n.child_by_field_name("body")
-                    if body is not None:
-                        todo.append(body)
-                elif n.type != "function_definition" and not self.in_drops(n):
-                    out.append(n)
-        return out
+        return [n for n in file_scope(self.src.pp.root) if n.type != "function_definition" and not self.in_drops(n)]
 
     def declared_names(self, node) -> set[str]:
         """The names a file-scope type or constant declares (struct, typedef,
@@ -325,7 +315,6 @@ class Emitter:
             if name not in self.facts.functor_args:
                 continue
             for g in self.facts.helpers(name):
-                needs = self.facts.needs[g.node.start_byte]
                 why = self.functor_unsupported(g)
                 if why:
                     out.append(self.tr.diagnose("MK1024", g.node, f"'{g.name}' is passed as a template argument "
@@ -406,7 +395,7 @@ class Emitter:
             if inner is not None and inner.type == "function_definition":
                 return self.function_chunks(inner, node)
             if inner is not None and inner.type == "declaration" and \
-                    any(_is_function_declarator(d) for d in inner.children_by_field_name("declarator")):
+                    any(is_function_declarator(d) for d in inner.children_by_field_name("declarator")):
                 return []  # a prototype
             return self.file_chunk(node)
         if t == "declaration":
@@ -456,7 +445,7 @@ class Emitter:
     def declaration_chunks(self, node) -> list[Chunk]:
         kw = keywords(node)
         declarators = node.children_by_field_name("declarator")
-        if any(_is_function_declarator(d) for d in declarators):
+        if any(is_function_declarator(d) for d in declarators):
             return []  # prototypes: the definitions follow
         if "__shared__" in kw:
             return []  # declared in the kernels that use them

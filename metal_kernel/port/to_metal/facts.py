@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..analyse import DEVICE_WORDS, Analyser, normalise_template_args
-from ..parse import declarator_name, keywords, walk
+from ..parse import declarator_name, is_function_declarator, keywords, walk
 from .source import CudaSource
 from .table import BUILTIN_PARAMS
 
@@ -276,7 +276,7 @@ class _Collector:
                 self.file_shared[v.name] = v
             return
         if ("__constant__" in kw or "__device__" in kw or "__managed__" in kw) and template is None and \
-                not any(_is_function_declarator(d) for d in declarators):
+                not any(is_function_declarator(d) for d in declarators):
             for d in declarators:
                 name_node = declarator_name(d)
                 if name_node is None:
@@ -358,16 +358,6 @@ class _Collector:
                     f.file_shared_used.add(text)
         if any(c.callee in SYNC_VOTES for c in f.calls):
             f.shared.append(SharedVar(SYNC_COUNTER, None, None, "atomic_int", [], False, f.name))
-
-
-def _is_function_declarator(d) -> bool:
-    while d is not None:
-        if d.type == "function_declarator":
-            return True
-        if d.type in ("init_declarator", "array_declarator"):
-            return False
-        d = d.child_by_field_name("declarator")
-    return False
 
 
 def collect(src: CudaSource) -> Facts:

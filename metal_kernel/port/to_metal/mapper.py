@@ -277,11 +277,8 @@ class Renderer(CallRewriter, WarpChecks, BfloatConversions, LambdaLowering):
             return text + "_fn"
         if text in self.facts.fnptr_aliases:
             return None
-        for prefix, code, what in T.FLAGGED_PREFIXES:
-            if text.startswith(prefix):
-                self.diag(code, node, f"{what}: '{text}'")
-                self.count_ref(T.Rule(text, "", "memory"), text, converted=False)
-                return None
+        if self.flag_prefixed(node, text):
+            return None
         rule = T.BY_NAME.get(text)
         if rule is None:
             return None

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...runtime.errors import MetalCompileError
+from ..parse import file_scope
 from . import stats as stats_mod
 from .diagnostics import Diagnostic, make
 from .emit import Emitter
@@ -174,19 +175,11 @@ class PortResult:
         src = self._src
         if src is None or file != self.filename or not line:
             return None
-        todo = [src.pp.root]
-        while todo:
-            node = todo.pop()
-            for n in node.children:
-                if n.type in ("namespace_definition", "linkage_specification"):
-                    body = n.child_by_field_name("body")
-                    if body is not None:
-                        todo.append(body)
-                    continue
-                f1, l1, _ = src.where(n.start_byte)
-                _, l2, _ = src.where(max(n.end_byte - 1, n.start_byte))
-                if f1 == file and l1 <= line <= l2 and n.type not in ("comment", "translation_unit"):
-                    return l1, l2
+        for n in file_scope(src.pp.root):
+            f1, l1, _ = src.where(n.start_byte)
+            _, l2, _ = src.where(max(n.end_byte - 1, n.start_byte))
+            if f1 == file and l1 <= line <= l2 and n.type not in ("comment", "translation_unit"):
+                return l1, l2
         return None
 
     # ------------------------------------------------------------ verify --

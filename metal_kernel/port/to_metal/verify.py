@@ -161,17 +161,19 @@ def _run(kernel, args, launch: dict, check: bool, schedules: int):
         return [], f"{type(e).__name__}: {e}"
 
 
+def _floats(a: np.ndarray, bf16: bool) -> np.ndarray:
+    """A float buffer's values as float64 (bfloat16 arrives as its uint16 bits)."""
+    return (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64) if bf16 else a.astype(np.float64)
+
+
 def compare(name: str, index: int, before: np.ndarray, orig: np.ndarray, port: np.ndarray, bf16: bool,
             rtol=None, atol=None) -> BufferReport:
     dtype = "bfloat16" if bf16 else str(orig.dtype)
     written = not np.array_equal(before.view(np.uint8), orig.view(np.uint8)) or \
         not np.array_equal(before.view(np.uint8), port.view(np.uint8))
     rep = BufferReport(index, name, dtype, int(orig.size), written, True)
-    if bf16:
-        o = (orig.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-        p = (port.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    elif orig.dtype.kind == "f":
-        o, p = orig.astype(np.float64), port.astype(np.float64)
+    if bf16 or orig.dtype.kind == "f":
+        o, p = _floats(orig, bf16), _floats(port, bf16)
     else:
         bad = np.flatnonzero(orig.reshape(-1) != port.reshape(-1))
         if len(bad):
@@ -330,11 +332,9 @@ def _reordered_original(kernel, args, launch: dict) -> list | None:
 
 def _spread(a: np.ndarray, b: np.ndarray, bf16: bool) -> float | None:
     """Largest finite |a - b| of two runs of the same float buffer."""
-    if bf16:
-        a, b = ((x.astype(np.uint32) << 16).view(np.float32) for x in (a, b))
-    if a.dtype.kind != "f":
+    if not bf16 and a.dtype.kind != "f":
         return None
-    d = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    d = np.abs(_floats(a, bf16) - _floats(b, bf16))
     d = d[np.isfinite(d)]
     return float(d.max()) if d.size else 0.0
 
@@ -346,7 +346,7 @@ def _groups(grid) -> int:
 def _float_atomic_atol(dtype: str, orig: np.ndarray, bf16: bool, m: int) -> float:
     """FLOAT_ATOMIC_SIGMAS * sqrt(2 m) * u * the buffer's largest magnitude:
     the spread of two orders of m atomic adds in the buffer's precision."""
-    o = (orig.astype(np.uint32) << 16).view(np.float32) if bf16 else orig.astype(np.float64)
+    o = _floats(orig, bf16)
     finite = np.isfinite(o)
     scale = float(np.abs(o[finite]).max()) if finite.any() else 1.0
     return FLOAT_ATOMIC_SIGMAS * math.sqrt(2.0 * max(m, 1)) * UNIT_ROUNDOFF[dtype] * max(scale, 1.0)

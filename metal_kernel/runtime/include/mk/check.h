@@ -489,6 +489,18 @@ inline Group* group_of(const void* g) {
   return *reinterpret_cast<Group* const*>(static_cast<const char*>(g) + MK_WI_CHK_OFFSET);
 }
 
+// The object a threadgroup check names: a threadgroup variable of the kernel
+// body (`base`, `objsize`) or, with `base` null, [[threadgroup(slot)]].
+struct TgObject {
+  uint64_t lo, size;
+  uint32_t object;
+};
+__attribute__((always_inline)) inline TgObject tg_object(const Group* G, void* base, uint64_t objsize,
+                                                         uint32_t slot) {
+  if (base) return {reinterpret_cast<uint64_t>(base), objsize, O_TG | slot};
+  return {G->tgp_lo[slot], G->tgp_size[slot], O_TGPARAM | slot};
+}
+
 // Where an access through a pointer of unknown origin lands: a buffer, a
 // threadgroup object, or private memory (this worker's stack or work-item
 // context); anything else is outside every object.
@@ -531,13 +543,10 @@ MK_CHK_FN void* __mk_chk_tg(const void* g, uint32_t lin, void* p, uint64_t size,
                             void* base, uint64_t objsize, uint32_t slot) {
   using namespace mk::chk;
   Group* G = group_of(g);
-  uint64_t lo = reinterpret_cast<uint64_t>(base);
-  uint32_t object = O_TG | slot;
-  if (!base) {
-    lo = G->tgp_lo[slot];
-    objsize = G->tgp_size[slot];
-    object = O_TGPARAM | slot;
-  }
+  const TgObject o = tg_object(G, base, objsize, slot);
+  const uint64_t lo = o.lo;
+  const uint32_t object = o.object;
+  objsize = o.size;
   const uint64_t a = reinterpret_cast<uint64_t>(p);
   if (__builtin_expect(out_of(a, size, lo, objsize) || misaligned(a, info), 0)) {
     const bool inside = !out_of(a, size, lo, objsize);
@@ -572,11 +581,9 @@ MK_CHK_FN void* __mk_chk_buf_st(const void* g, uint32_t lin, void* p, uint64_t s
 MK_CHK_FN void* __mk_chk_tg_st(const void* g, uint32_t lin, void* p, uint64_t size, uint32_t info, uint32_t site,
                                void* base, uint64_t objsize, uint32_t slot, const void* val) {
   using namespace mk::chk;
-  const Group* G = group_of(g);
-  const uint64_t lo = base ? reinterpret_cast<uint64_t>(base) : G->tgp_lo[slot];
-  const uint64_t n = base ? objsize : G->tgp_size[slot];
+  const TgObject o = tg_object(group_of(g), base, objsize, slot);
   const uint64_t a = reinterpret_cast<uint64_t>(p);
-  if (!out_of(a, size, lo, n) && !misaligned(a, info) && !memcmp(p, val, size)) info |= A_SILENT;
+  if (!out_of(a, size, o.lo, o.size) && !misaligned(a, info) && !memcmp(p, val, size)) info |= A_SILENT;
   return __mk_chk_tg(g, lin, p, size, info, site, base, objsize, slot);
 }
 

@@ -171,13 +171,9 @@ MK_CHK_FN bool __mk_chk_tg_range(const void* g, uint32_t lin, void* p0, void* p1
                                  uint32_t slot) {
   using namespace mk::chk;
   Group* G = group_of(g);
-  uint64_t lo = reinterpret_cast<uint64_t>(base);
-  if (!base) {
-    lo = G->tgp_lo[slot];
-    objsize = G->tgp_size[slot];
-  }
+  const TgObject o = tg_object(G, base, objsize, slot);
   const Range r = range_of(p0, p1, pl, count);
-  if (!range_fits(r, size, info, lo, objsize)) return false;
+  if (!range_fits(r, size, info, o.lo, o.size)) return false;
   const uint32_t tools = G->d->tools;
   if ((tools & TOOL_RACE) && G->tg_written == tg_now(G)) return false;
   if (tools & TOOL_INIT) return tg_range_initialised(G, r, count, size, info);
@@ -199,13 +195,14 @@ MK_CHK_FN void __mk_chk_tg_range_log(const void* g, uint32_t lin, bool clean, vo
   LoopRead& L = G->log[G->nlog++];
   L.a0 = reinterpret_cast<uint64_t>(p0);
   L.stride = count > 1 ? int64_t(reinterpret_cast<uint64_t>(p1) - L.a0) : 0;
-  L.lo = base ? reinterpret_cast<uint64_t>(base) : G->tgp_lo[slot];
+  const TgObject o = tg_object(G, base, 0, slot);
+  L.lo = o.lo;
   L.count = uint32_t(count);
   L.size = uint32_t(size);
   L.lin = lin;
   L.info = info;
   L.site = site;
-  L.object = base ? (O_TG | slot) : (O_TGPARAM | slot);
+  L.object = o.object;
   L.batch = G->batch;
 }
 
