@@ -132,11 +132,23 @@ def _key(f):
 
 def _keys(findings) -> list:
     """What two runs of a dispatch must agree on. Groups run at once on
-    several workers, so of a finding made by several threads (count > 1)
-    whichever reports first is named, and findings of different groups
-    arrive in either order: those are left out of the comparison."""
-    return sorted(((_key(f) if f.count == 1 else _key(f)[:2] + (None, None) + _key(f)[4:]) for f in findings),
-                  key=repr)
+    several workers: of a finding several threads make (count > 1), which
+    thread reports first (its thread, offset, other thread) and how many
+    device-memory pairs of concurrent groups meet depend on the timing; a
+    race between two groups is reported by whichever of them ran second, as
+    a read-write or a write-write pair (so races compare by their lines);
+    findings of different groups arrive in either order. Those parts are
+    left out; any other finding made once is compared whole."""
+    out, races = [], set()
+    for f in findings:
+        if f.kind == "race":  # which pair of accesses meets first (read-write or write-write) is timing too
+            races.add((f.kernel, f.address_space, f.buffer, tuple(sorted({f.line, f.other.line if f.other else None},
+                                                                            key=repr))))
+        elif f.count == 1:
+            out.append(_key(f))
+        else:
+            out.append((f.kind, f.kernel, f.line, f.address_space, f.buffer, f.size, f.access))
+    return sorted(out, key=repr) + sorted(races, key=repr)
 
 
 def both(libs, run, schedules: int = 4):
