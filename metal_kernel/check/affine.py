@@ -168,6 +168,16 @@ class Analysis:
             if op == "shl" and set(b[0]) <= {()}:
                 return {m: c << b[0].get((), 0) for m, c in a[0].items()}, ranges
             return None
+        if op == "and":
+            # The low word of two WiGroup fields loaded as one i64 (the
+            # optimiser merges threadgroup_position.x and .y): the first field.
+            m = re.match(r"and\s+i64\s+(%[-\w.$]+),\s*4294967295$", d)
+            inner = self.value(m.group(1)) if m else None
+            if inner is not None and len(inner[0]) == 1:
+                (mono, c), = inner[0].items()
+                if c == 1 and len(mono) == 1 and mono[0].startswith("g64:"):
+                    return sym("g:" + mono[0][4:]), inner[1]
+            return None
         if op in ("zext", "sext", "trunc"):
             m = re.match(r"\w+\s+(?:(?:nneg|nuw|nsw)\s+)*(\S+)\s+(\S+)\s+to\s+(\S+)", d)
             if not m:
@@ -221,7 +231,8 @@ class Analysis:
         if base is None:
             return None
         if base == self.g:
-            return sym(f"g:{off}"), []
+            # WiGroup fields are 32 bits: a wider load spans two of them.
+            return sym(f"g:{off}" if ty == "i32" else f"g64:{off}" if ty == "i64" else f"g?:{off}"), []
         r = self.root_of(base)
         if r.kind == "buf" and r.index in self.uniform_buffers:
             return sym(f"b:{r.index}:{off}:{ty}"), []
@@ -510,7 +521,8 @@ class Evaluator:
                 if extent > 1:
                     dims.append((abs(a), extent))
                 continue
-            for var, extent in ((axis, g.group[d]), (t, g.ngroups[d])):
+            local = max(self._local_extent(axis, g.group[d], known) for _, _, known in parts)
+            for var, extent in ((axis, local), (t, g.ngroups[d])):
                 if extent > 1:
                     dims.append((abs(key.get(var, 0)), extent))
         span = width
@@ -519,6 +531,17 @@ class Evaluator:
                 return False
             span += coef * (extent - 1)
         return True
+
+    @staticmethod
+    def _local_extent(axis: str, extent: int, known: list) -> int:
+        """How many positions in the group along `axis` the threads that pass
+        one part's guards can have: the group's, or fewer when a guard bounds
+        b * position from above (b > 0; `if (lid == 0)` leaves one)."""
+        for form, _, f_hi in known:
+            b = form.get(axis, 0)
+            if b > 0 and set(form) == {axis}:
+                extent = min(extent, max(0, math.floor(f_hi / b) + 1))
+        return extent
 
     def _global_extent(self, d: int, known: list) -> int:
         """How many global positions along dimension d the threads that pass

@@ -69,7 +69,9 @@ class Guards:
         if m:
             pred, ty, a, b = m.groups()
             pred = pred if truth else _INVERSE.get(pred, "")
-            if pred in _AS_LESS:
+            if pred == "eq":  # a == b: a <= b and b <= a
+                out += [(a, "ule", b, int(ty[1:])), (b, "ule", a, int(ty[1:]))]
+            elif pred in _AS_LESS:
                 less, swap = _AS_LESS[pred]
                 lhs, rhs = (b, a) if swap else (a, b)
                 out.append((lhs, less, rhs, int(ty[1:])))

@@ -40,6 +40,7 @@ from .affine import Analysis, Offset, add, const
 from .cfg import Blocks
 from .debuginfo import DebugInfo, strip_debug
 from .guards import Guards
+from .invariant import tg_invariant
 from .layout import Layout
 from .roots import _DBG_STRIP, _END, Function, Root, _operand_value
 
@@ -81,8 +82,11 @@ class KernelInfo:
     # polynomial, check/affine.py, or None) and what else the kernel does.
     accesses: list = field(default_factory=list)
     loops: list = field(default_factory=list)  # counted loops the offsets' `iv:` symbols name
-    uses: set = field(default_factory=set)  # "threadgroup", "private", "unknown", "atomic", "sync"
+    uses: set = field(default_factory=set)  # "threadgroup", "private", "unknown", "atomic", "sync", "simd"
     summaries: int = 0  # loops whose checks are summarised (check/summarise.py)
+    # Why threadgroup memory may behave differently from one group to another
+    # of the same shape ('' when it cannot: check/invariant.py).
+    tg_variant: str = "no threadgroup memory"
 
     def to_json(self) -> dict:
         return {"buffer_granule": {str(k): v for k, v in self.buffer_granule.items()},
@@ -90,6 +94,7 @@ class KernelInfo:
                 "writes_unknown": self.writes_unknown, "unchecked_calls": self.unchecked_calls,
                 "accesses": self.accesses, "loops": self.loops, "uses": sorted(self.uses),
                 **({"summaries": self.summaries} if self.summaries else {}),
+                **({"tg_invariant": True} if not self.tg_variant else {}),
                 **({"not_checked": self.not_instrumented} if self.not_instrumented else {})}
 
 
@@ -280,6 +285,10 @@ class Instrumenter:
                 plain = acc.kind in ("load", "store") and not bits & A_ATOMIC
                 checks.append(S.Check(i, k, ptr, bool(bits & (A_WRITE | A_ATOMIC)), plain, r.kind, acc.size, bits,
                                       site, self._object_args(r)))
+        info.tg_variant = tg_invariant(
+            fn, [(ptr, "" if acc.size.isdigit() else acc.size) for _, acc, roots in accesses
+                 for (ptr, _), r in zip(acc.ptrs, roots) if r.kind in ("tg", "tgp")],
+            any(r.kind == "unknown" for _, _, roots in accesses for r in roots), info.written, info.writes_unknown)
         summaries = S.plan(flines, fn.defs, fn.g, fn.lin, checks) if summarise_loops() else S.Plan()
         info.summaries = len(summaries.before_line)
         by_access: dict[int, list[S.Check]] = {}
@@ -363,6 +372,8 @@ class Instrumenter:
                 info.accesses.append(entry)
         if any(re.search(r"@__mk_sync_(barrier|simd)\(", ln) for ln in fn.lines):
             info.uses.add("sync")
+        if any("@__mk_sync_simd(" in ln for ln in fn.lines):
+            info.uses.add("simd")
 
     @staticmethod
     def _guards(analysis: Analysis, guards: Guards, block: str) -> list:

@@ -58,6 +58,9 @@ class InitRange(ctypes.Structure):
 
 assert ctypes.sizeof(LoopRead) == 56 and ctypes.sizeof(InitRange) == 32
 LOOP_LOG, INIT_RANGES = 1024, 64  # chk::kLoopLog, chk::kInitRanges
+MAX_REPS = 8  # chk::kMaxReps
+# chk::Dispatch::phase
+PHASE_ALL, PHASE_REPS, PHASE_OTHERS_FAST, PHASE_OTHERS = 0, 1, 2, 3
 
 
 class GroupState(ctypes.Structure):
@@ -68,7 +71,8 @@ class GroupState(ctypes.Structure):
                 ("tgp_size", ctypes.c_uint64 * 64), ("ntgp", ctypes.c_uint32), ("simd_site", ctypes.c_uint32),
                 ("simd_lo", ctypes.c_uint32), ("scratch_lo", ctypes.c_uint64), ("scratch_size", ctypes.c_uint64),
                 ("tg_written", ctypes.c_uint64), ("nlog", ctypes.c_uint32), ("batch", ctypes.c_uint32),
-                ("log", LoopRead * LOOP_LOG), ("init_ok", InitRange * INIT_RANGES)]
+                ("log", LoopRead * LOOP_LOG), ("init_ok", InitRange * INIT_RANGES), ("tg_off", ctypes.c_uint32),
+                ("skip", ctypes.c_uint32)]
 
 
 class Dispatch(ctypes.Structure):
@@ -77,7 +81,8 @@ class Dispatch(ctypes.Structure):
                 ("nrecords", ctypes.c_uint32), ("total", ctypes.c_uint64), ("dropped", ctypes.c_uint64),
                 ("keys", ctypes.c_uint64 * DEDUP_SLOTS), ("slots", ctypes.c_uint32 * DEDUP_SLOTS),
                 ("states", ctypes.POINTER(GroupState)), ("nstates", ctypes.c_uint32),
-                ("next_state", ctypes.c_uint32), ("serial", ctypes.c_uint64)]
+                ("next_state", ctypes.c_uint32), ("serial", ctypes.c_uint64), ("phase", ctypes.c_uint32),
+                ("nreps", ctypes.c_uint32), ("reps", ctypes.c_uint32 * MAX_REPS), ("tg_events", ctypes.c_uint32)]
 
 
 TG_ARENA = 232448  # MK_MAX_CUDA_SHARED_MEMORY: the worker's threadgroup arena
@@ -156,6 +161,18 @@ class DispatchState:
                 self.shadows.append(sh)
                 b.shadow = sh.address
                 b.gshift = shadows[i]
+
+    def set_phase(self, phase: int, reps: list[int] = ()):
+        """Which groups the next launch runs, and how (PHASE_*)."""
+        self.d.phase = phase
+        if reps:
+            self.d.nreps = len(reps)
+            for i, g in enumerate(reps):
+                self.d.reps[i] = g
+
+    @property
+    def tg_events(self) -> int:
+        return self.d.tg_events
 
     def set_tools(self, tools: int):
         self.d.tools = tools

@@ -12,11 +12,16 @@ from .affine import Evaluator, Geometry, from_json
 
 # Kernel features whose findings the polynomials cannot rule out.
 UNPROVABLE_USES = {"threadgroup", "private", "unknown", "atomic", "sync"}
+# Those that checking a few groups (check/invariant.py) does not cover.
+DEVICE_UNPROVABLE_USES = {"private", "unknown", "simd"}
 
 
 @dataclass
 class Proof:
     whole: bool = False  # no finding is possible: run the ordinary build
+    # No finding is possible in device memory or constants, nor in private
+    # arrays or simd functions: only threadgroup memory and barriers are left.
+    device: bool = False
     exclusive: set = field(default_factory=set)  # written buffers no two threads share a byte of
 
 
@@ -59,7 +64,9 @@ def prove(facts: dict, grid, group, ngroups, ptrs, sizes, spans) -> Proof:
     for b in written:
         if b not in shared and ev.exclusive([(lin, size, known) for lin, size, known, _ in per_buffer.get(b, [])]):
             proof.exclusive.add(b)
-    proof.whole = safe and not (set(facts.get("uses", [])) & UNPROVABLE_USES) and written <= proof.exclusive
+    uses = set(facts.get("uses", []))
+    proof.device = safe and not (uses & DEVICE_UNPROVABLE_USES) and written <= proof.exclusive
+    proof.whole = proof.device and not (uses & UNPROVABLE_USES)
     return proof
 
 

@@ -65,6 +65,9 @@ class Report:
     dispatches: int = 0
     proven: int = 0  # dispatches proven unable to go wrong before they ran (check/prove.py)
     unchecked: int = 0  # dispatches that ran unchecked (the notes say why)
+    # dispatches whose threadgroup memory was checked in one group per shape
+    # (check/invariant.py): the others could find nothing there
+    by_representatives: int = 0
     tools: tuple[str, ...] = ()
     schedules: int = 0
 
@@ -75,6 +78,8 @@ class Report:
     def __str__(self) -> str:
         lines = [f"{PREFIX}METAL-KERNEL CHECK ({', '.join(self.tools)}; {self.schedules} schedule(s) per "
                  f"dispatch; {self.dispatches} dispatch(es), {self.proven} proven safe before running"
+                 + (f", {self.by_representatives} with threadgroup memory checked in one group per shape"
+                    if self.by_representatives else "")
                  + (f", {self.unchecked} not checked" if self.unchecked else "") + ")"]
         for f in self.findings:
             lines += f.text()
@@ -86,7 +91,8 @@ class Report:
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "errors": len(self.findings), "dispatches": self.dispatches, "proven": self.proven,
-                "unchecked": self.unchecked, "tools": list(self.tools), "schedules": self.schedules,
+                "unchecked": self.unchecked, "by_representatives": self.by_representatives,
+                "tools": list(self.tools), "schedules": self.schedules,
                 "findings": [f.to_json() for f in self.findings], "notes": self.notes}
 
     def dumps(self) -> str:

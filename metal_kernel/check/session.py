@@ -5,7 +5,10 @@ A dispatch inside ``check()`` runs
 
 1. once in the checked build (check/build.py) with every tool on, in the
    default order: memcheck, racecheck, initcheck and synccheck record what
-   they see (mk/check.h, mk/workitem.h);
+   they see (mk/check.h, mk/workitem.h). A kernel whose threadgroup memory
+   behaves alike in every group of one shape (check/invariant.py) checks it
+   in one group per shape, and the others too only if that one found
+   something there (``_instrumented_run``);
 2. ``schedules - 1`` more times in the ordinary build, each under another
    legal schedule: threadgroups reversed or shuffled, the simdgroups between
    two synchronisation points reversed or shuffled, one worker or all of
@@ -22,6 +25,8 @@ A dispatch inside ``check()`` runs
 from __future__ import annotations
 
 import ctypes
+import math
+import os
 from dataclasses import dataclass
 
 from ..runtime.binding import allocation_bounds
@@ -151,7 +156,8 @@ class Session:
         pristine = {i: guarded.copies[i].read() for i in written} if guarded else {}
         failure = None
         try:
-            ck._run(launch, b, timeout_ms, replay=False)
+            self._instrumented_run(kernel, ck, launch, b, state, facts, proof, grid, group, ngroups,
+                                   threadgroup_memory, timeout_ms)
         except KernelError as e:
             failure = e
         finally:
@@ -176,6 +182,36 @@ class Session:
         if failure is not None:
             raise failure
         return None
+
+    def _instrumented_run(self, kernel, ck, launch, b, state, facts, proof, grid, group, ngroups, threadgroup_memory,
+                          timeout_ms):
+        """The checked build's run. A kernel whose threadgroup memory behaves
+        alike in every group of one shape (check/invariant.py) runs its
+        representatives first. When they found nothing in threadgroup memory
+        and made no silent threadgroup store, the other groups' threadgroup
+        checks would find nothing either: those groups run with them off, or,
+        when nothing else in them can go wrong either (`proof.device`), in the
+        ordinary build. Otherwise they run checked whole: the findings are the
+        same either way."""
+        reps = representatives(grid, group, ngroups) if facts.get("tg_invariant") and use_representatives() else []
+        if not reps or len(reps) >= math.prod(ngroups):
+            ck._run(launch, b, timeout_ms, replay=False)
+            return
+        state.set_phase(N.PHASE_REPS, reps)
+        ck._run(launch, b, timeout_ms, replay=False)
+        if state.tg_events:
+            state.set_phase(N.PHASE_OTHERS)
+            ck._run(launch, b, timeout_ms, replay=False)
+            return
+        self.report.by_representatives += 1
+        if proof.device:
+            plain = kernel._launch_struct(b, grid, group, ngroups, threadgroup_memory)
+            skip = (ctypes.c_uint32 * len(reps))(*reps)
+            plain.skip, plain.nskip = ctypes.cast(skip, ctypes.POINTER(ctypes.c_uint32)), len(reps)
+            kernel._run(plain, b, timeout_ms)
+            return
+        state.set_phase(N.PHASE_OTHERS_FAST)
+        ck._run(launch, b, timeout_ms, replay=False)
 
     def _schedule_runs(self, kernel, b, guarded, pristine, decoder, written, facts, grid, group, ngroups,
                        threadgroup_memory, timeout_ms) -> list[Finding]:
@@ -232,6 +268,24 @@ class _Copies:
 
     def __init__(self, guarded: GuardedBuffers, b):
         self.ptrs, self.sizes, self.names, self.keep = guarded.ptrs, guarded.sizes, b.names, [guarded]
+
+
+def representatives(grid, group, ngroups) -> list[int]:
+    """One group of each shape a dispatch has (linear indices, x fastest):
+    the first, and in each dimension whose grid is not a multiple of the
+    group, the last (a partial group)."""
+    per_dim = []
+    for d in range(3):
+        last = ngroups[d] - 1
+        partial = group[d] and grid[d] % group[d]
+        per_dim.append([0, last] if partial and last > 0 else [0])
+    return [x + ngroups[0] * (y + ngroups[1] * z) for z in per_dim[2] for y in per_dim[1] for x in per_dim[0]]
+
+
+def use_representatives() -> bool:
+    """On unless METAL_KERNEL_CHECK_REPRESENTATIVES=0 (every group's
+    threadgroup accesses checked, to compare)."""
+    return os.environ.get("METAL_KERNEL_CHECK_REPRESENTATIVES", "1") != "0"
 
 
 def _addressable(arg, ptr: int, size: int) -> tuple[int, int]:

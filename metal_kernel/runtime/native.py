@@ -39,6 +39,8 @@ class Launch(ctypes.Structure):
         ("seed", ctypes.c_uint32),
         ("max_workers", ctypes.c_uint32),
         ("check", ctypes.c_void_p),
+        ("skip", ctypes.POINTER(ctypes.c_uint32)),
+        ("nskip", ctypes.c_uint32),
     ]
 
 

@@ -63,6 +63,16 @@ kernel void grid_stride(device float* y, device const float* x, constant uint& n
                         uint i [[thread_position_in_grid]], uint threads [[threads_per_grid]]) {
   for (uint k = i; k < n; k += threads) y[k] = 2 * x[k];
 }
+kernel void first_thread_writes(device float* out, device const float* x,
+                                uint lid [[thread_position_in_threadgroup]],
+                                uint tg [[threadgroup_position_in_grid]], uint gid [[thread_position_in_grid]]) {
+  if (lid == 0) out[tg] = x[gid];
+}
+kernel void first_two_threads_write(device float* out, device const float* x,
+                                    uint lid [[thread_position_in_threadgroup]],
+                                    uint tg [[threadgroup_position_in_grid]], uint gid [[thread_position_in_grid]]) {
+  if (lid <= 1) out[tg] = x[gid];
+}
 """
 
 
@@ -165,6 +175,21 @@ def test_an_early_return_on_both_axes_is_proven_and_one_on_the_wrong_axis_is_not
     # threads past the last column write the next row's first elements (a
     # race with their owners) and, in the last row, past the end
     assert report.proven == 0 and {f.kind for f in report.findings} == {"oob", "race"}
+
+
+def test_one_thread_per_group_writing_its_group_slot_is_proven_and_two_are_not(lib):
+    # `lid == 0` leaves one thread per group; the group's index reaches the
+    # offset as the low word of an 8-byte load of the group's position.
+    x = torch.rand(8 * 32)
+    out = torch.full((8,), float("nan"))
+    with metal_kernel.check() as report:
+        lib.first_thread_writes(out, x, threads=x.numel(), group_size=32)
+    assert report.ok and report.proven == 1, str(report)
+    assert torch.equal(out, x[::32])
+    out.fill_(float("nan"))  # thread 0 would store what is there: no access for racecheck
+    with metal_kernel.check() as report:
+        lib.first_two_threads_write(out, x, threads=x.numel(), group_size=32)
+    assert report.proven == 0 and {f.kind for f in report.findings} == {"race"}, str(report)
 
 
 def test_an_empty_loop_is_not_a_proof_and_still_runs(lib):

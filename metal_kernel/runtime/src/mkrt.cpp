@@ -804,6 +804,12 @@ inline uint64_t group_at(const Dispatch* d, uint64_t k) {
   return r >= n - d->add ? r - (n - d->add) : r + d->add;
 }
 
+inline bool skipped(const Launch* l, uint64_t group) {
+  for (uint32_t i = 0; i < l->nskip; ++i)
+    if (l->skip[i] == group) return true;
+  return false;
+}
+
 void work(Worker* w, Dispatch* d) {
   if (d->launch->max_workers && w->index >= d->launch->max_workers) return;
   w->dispatch = d;
@@ -823,7 +829,9 @@ void work(Worker* w, Dispatch* d) {
       for (uint64_t g = first; g < last; ++g) {
         if (__atomic_load_n(&d->failed, __ATOMIC_RELAXED)) break;
         w->coalesced = 0;
-        run_group(w, group_at(d, g));
+        const uint64_t at = group_at(d, g);
+        if (d->launch->nskip && skipped(d->launch, at)) continue;
+        run_group(w, at);
         g += w->coalesced;
       }
       w->in_kernel = 0;
@@ -980,7 +988,7 @@ __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const La
     d.mul = a;
     d.add = (h >> 17) % ngroups;
   }
-  if (d.mul != 1 || d.add != 0) d.flags &= ~MK_DISPATCH_COALESCE;  // coalescing needs consecutive groups
+  if (d.mul != 1 || d.add != 0 || launch->nskip) d.flags &= ~MK_DISPATCH_COALESCE;  // coalescing needs consecutive groups
   // Several groups per atomic increment when there are many (less traffic
   // on the shared counter), still ~64 chunks per worker for balance.
   d.chunk = ngroups / (uint64_t(g_pool->nthreads) * 64);

@@ -57,6 +57,11 @@ struct Launch {
   uint32_t seed;
   uint32_t max_workers;
   void* check;                    // checked libraries: the dispatch's mk::chk::Dispatch
+  // Groups this launch leaves out (linear indices, x fastest): the checker
+  // runs a few groups checked and the rest in the ordinary build
+  // (check/session.py).
+  const uint32_t* skip;
+  uint32_t nskip;
 };
 
 #define MK_ORDER_DEFAULT 0u

@@ -130,6 +130,7 @@ struct Record {
 static_assert(sizeof(Record) == 72, "mirrored in check/native.py");
 
 constexpr uint32_t kDedupSlots = 4096;
+constexpr uint32_t kMaxReps = 8;  // one group per shape: a partial group in x, y, z
 
 struct Group;
 
@@ -177,6 +178,22 @@ struct alignas(8) Dispatch {
   uint32_t nstates;
   uint32_t next_state;  // atomic: the next free state
   uint64_t serial;      // unique per dispatch in the process
+  // Kernels whose threadgroup behaviour is the same in every group of one
+  // shape (check/invariant.py) run in two launches: the representatives
+  // (one group per shape, `reps`) checked whole, then the others, with their
+  // threadgroup checks off when the representatives made no threadgroup
+  // finding and no silent threadgroup store (`tg_events`).
+  uint32_t phase;       // PHASE_*
+  uint32_t nreps;
+  uint32_t reps[kMaxReps];
+  uint32_t tg_events;   // atomic: threadgroup findings and silent stores
+};
+
+enum : uint32_t {
+  PHASE_ALL = 0,          // every group checked whole
+  PHASE_REPS = 1,         // only the representatives, checked whole
+  PHASE_OTHERS_FAST = 2,  // the others, threadgroup checks off
+  PHASE_OTHERS = 3,       // the others, checked whole
 };
 
 constexpr uint32_t kTgArena = MK_MAX_CUDA_SHARED_MEMORY;  // the worker's arena (CUDA blocks get more than Metal's 32 KiB)
@@ -204,6 +221,8 @@ struct Group {
   uint32_t nlog, batch;
   LoopRead log[kLoopLog];
   InitRange init_ok[kInitRanges];
+  uint32_t tg_off;  // this group's threadgroup accesses go unchecked (Dispatch::phase)
+  uint32_t skip;    // this launch does not run this group (Dispatch::phase)
 };
 
 alignas(64) static const char k_zero[4096] = {};
@@ -220,6 +239,8 @@ inline uint64_t fmix(uint64_t k) {
 __attribute__((noinline, cold)) inline void report(Group* G, const Record& r) {
   Dispatch* d = G->d;
   __atomic_fetch_add(&d->total, 1, __ATOMIC_RELAXED);
+  if ((r.object & 0xffff0000u) == O_TG || (r.object & 0xffff0000u) == O_TGPARAM)
+    __atomic_fetch_add(&d->tg_events, 1, __ATOMIC_RELAXED);
   const uint64_t key = (uint64_t(r.kind) << 56) ^ (uint64_t(r.site) << 32) ^ (uint64_t(r.other_site) << 12) ^
                        uint64_t(r.object) ^ (uint64_t(r.access & 0xff) << 48);
   uint64_t h = fmix(key) % kDedupSlots;
@@ -399,7 +420,10 @@ __attribute__((always_inline)) inline void tg_access_now(Group* G, uint64_t a, u
     TgEntry& E = table[k];
     const uint64_t W = E.w;
     if ((W & ~uint64_t(0xffffffff)) == gen) all_uninit = false;  // written in this group
-    if ((info & A_SILENT) && (W & ~uint64_t(0xffffffff)) == gen) continue;  // rewrites what this group wrote
+    if ((info & A_SILENT) && (W & ~uint64_t(0xffffffff)) == gen) {  // rewrites what this group wrote
+      if (G->d->phase) __atomic_fetch_add(&G->d->tg_events, 1, __ATOMIC_RELAXED);
+      continue;
+    }
     if (info & A_ATOMIC) {  // exempt from races; it initialises
       if ((W & ~uint64_t(0xffffffff)) != gen) E.w = gen | 0xffff0000u;  // no writer, an epoch none matches
       all_uninit = false;
@@ -543,6 +567,7 @@ MK_CHK_FN void* __mk_chk_tg(const void* g, uint32_t lin, void* p, uint64_t size,
                             void* base, uint64_t objsize, uint32_t slot) {
   using namespace mk::chk;
   Group* G = group_of(g);
+  if (G->tg_off) return p;
   const TgObject o = tg_object(G, base, objsize, slot);
   const uint64_t lo = o.lo;
   const uint32_t object = o.object;
@@ -581,6 +606,7 @@ MK_CHK_FN void* __mk_chk_buf_st(const void* g, uint32_t lin, void* p, uint64_t s
 MK_CHK_FN void* __mk_chk_tg_st(const void* g, uint32_t lin, void* p, uint64_t size, uint32_t info, uint32_t site,
                                void* base, uint64_t objsize, uint32_t slot, const void* val) {
   using namespace mk::chk;
+  if (group_of(g)->tg_off) return p;
   const TgObject o = tg_object(group_of(g), base, objsize, slot);
   const uint64_t a = reinterpret_cast<uint64_t>(p);
   if (!out_of(a, size, o.lo, o.size) && !misaligned(a, info) && !memcmp(p, val, size)) info |= A_SILENT;

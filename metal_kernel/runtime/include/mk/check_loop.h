@@ -171,6 +171,7 @@ MK_CHK_FN bool __mk_chk_tg_range(const void* g, uint32_t lin, void* p0, void* p1
                                  uint32_t slot) {
   using namespace mk::chk;
   Group* G = group_of(g);
+  if (G->tg_off) return true;
   const TgObject o = tg_object(G, base, objsize, slot);
   const Range r = range_of(p0, p1, pl, count);
   if (!range_fits(r, size, info, o.lo, o.size)) return false;
@@ -187,7 +188,7 @@ MK_CHK_FN void __mk_chk_tg_range_log(const void* g, uint32_t lin, bool clean, vo
                                      uint32_t j, uint32_t n) {
   using namespace mk::chk;
   Group* G = group_of(g);
-  if (!clean || !(G->d->tools & TOOL_RACE)) return;
+  if (!clean || !(G->d->tools & TOOL_RACE) || G->tg_off) return;
   if (j == 0) {
     if (G->nlog + n > kLoopLog) flush_loop_reads(G);
     ++G->batch;

@@ -658,6 +658,12 @@ inline Group* begin_group(const Run* r, WiGroup* g, const wi::Kernel* k) {
   G->d = static_cast<Dispatch*>(l->check);
   const u3 tg = r->threadgroup_position, ng = l->threadgroups_per_grid;
   G->group = tg.x + ng.x * (tg.y + ng.y * tg.z);
+  const Dispatch* d = G->d;
+  bool rep = false;
+  for (uint32_t i = 0; i < d->nreps; ++i) rep |= d->reps[i] == G->group;
+  G->skip = d->phase == PHASE_REPS ? !rep : d->phase != PHASE_ALL && rep;
+  G->tg_off = d->phase == PHASE_OTHERS_FAST;
+  if (G->skip) return G;
   if (++G->gen == 0) G->gen = 1;  // entries of generation 0 are empty
   G->tg_epoch = 0;
   G->dev_epoch = 0;
@@ -785,9 +791,11 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
   G.released = reinterpret_cast<uint8_t*>(mem + o_released);
   G.n = n;
 #ifdef MK_CHECK
-  if (!chk::begin_group(r, g, k)) {
+  if (const chk::Group* C = chk::begin_group(r, g, k); !C) {
     __mk_rt->fail("internal error: more workers than checker states");
     return;
+  } else if (C->skip) {
+    return;  // another phase's group (chk::Dispatch::phase)
   }
 #endif
 

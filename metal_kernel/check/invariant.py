@@ -1,0 +1,180 @@
+"""Whether a kernel's threadgroup memory behaves alike in every threadgroup
+of one size: then the threadgroup checks of a few representative groups
+stand for all the others (check/session.py runs the rest with those checks
+off, mk/check.h Dispatch::phase).
+
+Threadgroup memory is private to a group, so its findings (out of bounds,
+races, uninitialised reads) come from what one group does alone: which of
+its threads reach which threadgroup access, at which address, between which
+barriers. That is a function of the thread's position in its group and of
+values every group sees alike, unless something group-specific steers it:
+the group's position (``threadgroup_position_in_grid``, ``gid``), or a value
+read from memory that differs between groups. This pass follows such
+*group-variant* values through the per-thread function's SSA graph and
+accepts the kernel when
+
+- every branch and switch condition is group-invariant (so every group runs
+  the same control flow, barriers and simd functions included, thread by
+  thread);
+- every threadgroup access's address (and a memory copy's length) is
+  group-invariant;
+- no access goes through a pointer of unknown origin (it might be
+  threadgroup memory), and no call the pass does not know is handed a
+  threadgroup pointer.
+
+Group-invariant sources: the thread's position in its group, the group's
+shape (a partial group at the grid's edge has another: check/session.py takes
+one representative per shape), the grid's, constants, and loads at invariant
+addresses from memory the kernel never writes (its read-only buffers and
+program-scope constants). Everything else loaded is group-variant: device
+memory the kernel writes, threadgroup and private memory (simd results come
+back through private memory), atomics.
+
+The values a group stores are not followed: they differ, and a store that
+leaves memory as it was is no access for racecheck (mk/check.h *_st). The
+host therefore uses the representatives' verdict only when they made no such
+store and found nothing in threadgroup memory; otherwise every group is
+checked whole, as without this pass.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..runtime.ir import _DEF, Unsupported, _name, _split_top, parse_call
+from .roots import _DBG_STRIP, Function, _operand_value
+
+# mk/workitem.h WiGroup: bytes [12, 36) are threadgroup_position and base
+# (threadgroup_position * threads_per_threadgroup), the group's place in the
+# grid. Before them: the group's actual shape; after: the dispatch's shapes,
+# then the object pointer tables (tg_allocs at 80 on).
+_GROUP_POSITION = (12, 36)
+_LOCAL = re.compile(r"%[-\w.$]+")
+_MARKERS = {"__mk_chk_buffer", "__mk_chk_tgparam", "__mk_tg_alloc", "__mk_sync_barrier", "__mk_sync_simd"}
+_TG_KINDS = ("tg", "tgp")
+
+
+def tg_invariant(fn: Function, tg_accesses: list[tuple[str, str]], unknown_access: bool,
+                 written: set[int], writes_unknown: bool) -> str:
+    """'' when the threadgroup behaviour of `fn` is the same in every group of
+    one shape, else the first reason it may not be.
+
+    `tg_accesses`: (pointer, length or '') of each threadgroup access;
+    `unknown_access`: an access through a pointer of unknown origin;
+    `written`: the buffers the kernel may write."""
+    if unknown_access:
+        return "an access through a pointer of unknown origin"
+    if not tg_accesses:
+        return "no threadgroup memory"
+    variant = _variant_values(fn, written, writes_unknown)
+    for ln in fn.lines[1:-1]:
+        body = _DBG_STRIP.sub("", ln).strip()
+        if body.startswith(("br i1 ", "switch ")):
+            cond = _LOCAL.findall(body.split(",", 1)[0])
+            if any(v in variant for v in cond):
+                return f"a branch on a group-variant value ({cond[0]})"
+        elif body.startswith(("indirectbr", "invoke", "callbr")):
+            return f"unsupported control flow ({body.split()[0]})"
+        else:
+            why = _call_problem(fn, body)
+            if why:
+                return why
+    for ptr, length in tg_accesses:
+        for v in _LOCAL.findall(ptr) + _LOCAL.findall(length):
+            if v in variant:
+                return f"a threadgroup address that depends on a group-variant value ({v})"
+    return ""
+
+
+def _call_problem(fn: Function, body: str) -> str:
+    """Why a call may break the invariance: an unknown function given a
+    threadgroup (or unknown) pointer could touch threadgroup memory unseen."""
+    text = body[_DEF.match(body).end():].strip() if _DEF.match(body) else body
+    if not re.match(r"(tail |musttail |notail )?call\b", text):
+        return ""
+    try:
+        c = parse_call(text)
+    except Unsupported:
+        return "a call the pass cannot read"
+    name = _name(c.callee) if c.callee.startswith("@") else ""
+    if name in _MARKERS or name.startswith("llvm."):
+        return ""
+    for ty, v in c.args:
+        if ty.strip().startswith("ptr") and fn.root(_operand_value(v)).kind in (*_TG_KINDS, "unknown"):
+            return f"a call to {name or 'a function pointer'} with a threadgroup pointer"
+    return ""
+
+
+def _variant_values(fn: Function, written: set[int], writes_unknown: bool) -> set[str]:
+    """The SSA values of `fn` that may differ between two groups of one
+    shape (a fixed point: phis of loops see their back edges)."""
+    defs = {name: _DBG_STRIP.sub("", text) for name, text in fn.defs.items()}
+    variant: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, d in defs.items():
+            if name in variant:
+                continue
+            if _is_variant(fn, d, variant, written, writes_unknown):
+                variant.add(name)
+                changed = True
+    return variant
+
+
+def _is_variant(fn: Function, d: str, variant: set[str], written: set[int], writes_unknown: bool) -> bool:
+    op = d.split(None, 1)[0] if d else ""
+    if op == "load":
+        parts = _split_top(re.sub(r"^load\s+(atomic\s+)?(volatile\s+)?", "", d))
+        if len(parts) < 2 or re.match(r"load\s+(atomic|volatile)", d):
+            return True
+        ptr = _operand_value(parts[1])
+        if any(v in variant for v in _LOCAL.findall(ptr)):
+            return True
+        return not _invariant_memory(fn, ptr, parts[0].strip(), written, writes_unknown)
+    if op in ("atomicrmw", "cmpxchg", "va_arg", "landingpad"):
+        return True
+    if op in ("call", "tail", "musttail", "notail"):
+        try:
+            c = parse_call(d)
+        except Unsupported:
+            return True
+        name = _name(c.callee) if c.callee.startswith("@") else ""
+        if name in _MARKERS:
+            return False  # object bases: the same object in every group
+        if name.startswith("llvm.") and not re.match(r"llvm\.(memcpy|memmove|memset|read|experimental)", name):
+            return any(v in variant for _, arg in c.args for v in _LOCAL.findall(arg))
+        return True
+    # Arithmetic, comparisons, casts, getelementptr, phi, select, vector and
+    # aggregate operations: variant when an operand is (block labels in a
+    # phi are not values, and never variant).
+    return any(v in variant for v in _LOCAL.findall(d))
+
+
+def _invariant_memory(fn: Function, ptr: str, ty: str, written: set[int], writes_unknown: bool) -> bool:
+    """A load through `ptr` (an invariant address) reads the same in every
+    group: memory the kernel never writes, or the WiGroup outside the group's
+    position."""
+    root = fn.root(ptr)
+    if root.kind == "buf":
+        return root.index not in written and not writes_unknown
+    if root.kind == "glob":
+        return bool(re.search(r"\bconstant\b", fn.globals.get(_name(root.base), "")))
+    if root.kind == "g":
+        off = _g_offset(fn, ptr)
+        if off is None:
+            return False
+        size = fn.layout.store_size(ty) if ty else 8
+        return off + size <= _GROUP_POSITION[0] or off >= _GROUP_POSITION[1]
+    return False
+
+
+def _g_offset(fn: Function, ptr: str) -> int | None:
+    """The constant byte offset of `ptr` into the WiGroup, or None."""
+    if ptr == fn.g:
+        return 0
+    d = _DBG_STRIP.sub("", fn.defs.get(ptr, ""))
+    m = re.match(r"getelementptr\s+(?:(?:inbounds|nuw|nusw)\s+)*i8,\s*ptr\s+(%[-\w.$]+),\s*i64\s+(-?\d+)$", d)
+    if m and m.group(1) == fn.g:
+        return int(m.group(2))
+    return None

@@ -1,0 +1,211 @@
+"""Threadgroup memory checked in one group per shape (check/invariant.py,
+check/session.py _instrumented_run): a kernel whose threadgroup accesses
+and control flow cannot differ between groups of one shape has its
+threadgroup checks made in representative groups only. Every case below is
+a bug the shortcut could hide if it were wrong: each must still be found,
+and the same findings must come out with the shortcut off."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+import metal_kernel
+from metal_kernel.check.session import checked_library, representatives
+
+SRC = """#include <metal_stdlib>
+using namespace metal;
+kernel void tree_sum(device const float* x [[buffer(0)]], device float* partial [[buffer(1)]],
+                     uint gid [[thread_position_in_grid]], uint lid [[thread_position_in_threadgroup]],
+                     uint tg [[threadgroup_position_in_grid]]) {
+  threadgroup float buf[64];
+  buf[lid] = x[gid];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint s = 32; s > 0; s >>= 1) {
+    if (lid < s) buf[lid] += buf[lid + s];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  if (lid == 0) partial[tg] = buf[0];
+}
+// The race happens in group 3 only: a branch on the group's position.
+kernel void race_in_one_group(device float* out [[buffer(0)]], uint lid [[thread_position_in_threadgroup]],
+                              uint tg [[threadgroup_position_in_grid]]) {
+  threadgroup float slot[1];
+  if (tg == 3) slot[0] = float(lid);  // BUG in group 3
+  else if (lid == 0) slot[0] = 1.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (lid == 0) out[tg] = slot[0];
+}
+// Every thread stores its input to one slot: no race where a group's inputs
+// are all equal (the stores leave the slot as it was), a race elsewhere.
+kernel void same_slot(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                      uint gid [[thread_position_in_grid]], uint lid [[thread_position_in_threadgroup]],
+                      uint tg [[threadgroup_position_in_grid]]) {
+  threadgroup float slot[1];
+  slot[0] = x[gid];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (lid == 0) out[tg] = slot[0];
+}
+// The threadgroup index comes from the data.
+kernel void index_from_data(device const uint* idx [[buffer(0)]], device float* out [[buffer(1)]],
+                            uint gid [[thread_position_in_grid]], uint lid [[thread_position_in_threadgroup]]) {
+  threadgroup float buf[64];
+  buf[lid] = 1.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[gid] = buf[idx[gid]];
+}
+// Reads its neighbour: fine in full groups, an uninitialised read in the
+// grid's last, partial group.
+kernel void neighbour(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                      uint gid [[thread_position_in_grid]], uint lid [[thread_position_in_threadgroup]]) {
+  threadgroup float buf[64];
+  buf[lid] = x[gid];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float v = buf[lid];
+  if (lid + 1 < 64) v += buf[lid + 1];
+  out[gid] = v;
+}
+// A branch on the global position: the last group may differ from the
+// others even when it is full (n need not be a multiple of the group).
+kernel void guarded_by_the_grid(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                                constant uint& n [[buffer(2)]], uint gid [[thread_position_in_grid]],
+                                uint lid [[thread_position_in_threadgroup]]) {
+  threadgroup float buf[64];
+  buf[lid] = gid < n ? x[gid] : 0.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (gid < n) out[gid] = buf[63 - lid];
+}
+// A race in every group, and a loop bound from a read-only scalar.
+kernel void race_everywhere(device float* out [[buffer(0)]], constant uint& reps [[buffer(1)]],
+                            uint lid [[thread_position_in_threadgroup]], uint tg [[threadgroup_position_in_grid]]) {
+  threadgroup float acc[2];
+  for (uint r = 0; r < reps; ++r) acc[r & 1] = float(lid + r);  // BUG: every thread, one slot
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (lid == 0) out[tg] = acc[0];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return metal_kernel.compile_shader(SRC, source_name="reps.metal")
+
+
+def _facts(lib, name: str) -> dict:
+    k = getattr(lib, name)
+    ck = getattr(checked_library(k._library), name)
+    return ck._library._compiled.check_of(ck._entry)["kernels"][str(ck._entry.symbol)]
+
+
+@contextmanager
+def _representatives(on: bool):
+    old = os.environ.get("METAL_KERNEL_CHECK_REPRESENTATIVES")
+    os.environ["METAL_KERNEL_CHECK_REPRESENTATIVES"] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["METAL_KERNEL_CHECK_REPRESENTATIVES"]
+        else:
+            os.environ["METAL_KERNEL_CHECK_REPRESENTATIVES"] = old
+
+
+def _check(run, on=True):
+    with _representatives(on), metal_kernel.check() as report:
+        run()
+    return report
+
+
+def _summary(report) -> list[tuple]:
+    # What a checked dispatch guarantees whichever thread reports first.
+    return sorted((f.kind, f.line, f.buffer, f.address_space) for f in report.findings)
+
+
+@pytest.mark.parametrize("name,invariant", [
+    ("tree_sum", True), ("race_in_one_group", False), ("same_slot", True), ("index_from_data", False),
+    ("neighbour", True), ("race_everywhere", True), ("guarded_by_the_grid", False)])
+def test_the_analysis_accepts_only_group_invariant_threadgroup_behaviour(lib, name, invariant):
+    assert bool(_facts(lib, name).get("tg_invariant")) is invariant
+
+
+def test_a_clean_reduction_checks_threadgroup_memory_in_one_group_and_stays_right(lib):
+    x = np.random.default_rng(0).random(64 * 40, dtype=np.float32)
+    out = np.full(40, np.nan, np.float32)
+    report = _check(lambda: lib.tree_sum(x, out, threads=x.size, group_size=64))
+    assert report.ok, str(report)
+    assert report.by_representatives == 1 and "one group per shape" in str(report)
+    np.testing.assert_allclose(out, x.reshape(40, 64).sum(1), rtol=1e-5)
+
+
+def test_device_memory_is_still_checked_in_every_group(lib):
+    # The partial sums' buffer is one short: the last group writes past it.
+    # Threadgroup memory is clean and checked in group 0 only; the other
+    # groups run checked for device memory.
+    x = np.random.default_rng(1).random(64 * 40, dtype=np.float32)
+    out = np.full(39, np.nan, np.float32)
+    report = _check(lambda: lib.tree_sum(x, out, threads=x.size, group_size=64))
+    assert report.by_representatives == 1
+    assert [(f.kind, f.threadgroup, f.buffer) for f in report.findings] == [("oob", (39, 0, 0), (1, "partial"))]
+
+
+def test_a_race_in_one_group_only_is_found_there(lib):
+    out = np.full(8, np.nan, np.float32)
+    report = _check(lambda: lib.race_in_one_group(out, threads=8 * 32, group_size=32))
+    assert report.by_representatives == 0
+    races = [f for f in report.findings if f.kind == "race"]
+    assert races and all(f.threadgroup == (3, 0, 0) for f in races), str(report)
+
+
+def test_equal_stores_in_the_representative_do_not_hide_a_race_elsewhere(lib):
+    # Group 0 stores one value from every thread (silent stores: no race
+    # there); group 2's threads store different values.
+    x = np.ones(4 * 32, np.float32)
+    x[2 * 32 + 5] = 7.0
+    out = np.full(4, np.nan, np.float32)
+    report = _check(lambda: lib.same_slot(x, out, threads=x.size, group_size=32))
+    assert report.by_representatives == 0
+    races = [f for f in report.findings if f.kind == "race"]
+    assert races and {f.threadgroup for f in races} == {(2, 0, 0)}, str(report)
+
+
+def test_a_threadgroup_index_from_the_data_is_checked_in_every_group(lib):
+    idx = np.zeros(4 * 64, np.uint32)
+    idx[3 * 64 + 9] = 64  # one past the array, in group 3
+    out = np.full(idx.size, np.nan, np.float32)
+    report = _check(lambda: lib.index_from_data(idx, out, threads=idx.size, group_size=64))
+    oob = [f for f in report.findings if f.kind == "oob"]
+    assert oob and oob[0].threadgroup == (3, 0, 0) and oob[0].address_space == "threadgroup", str(report)
+
+
+def test_the_partial_group_at_the_edge_is_a_representative_of_its_own(lib):
+    n = 64 * 3 + 40
+    x = np.ones(n, np.float32)
+    out = np.full(n, np.nan, np.float32)
+    report = _check(lambda: lib.neighbour(x, out, threads=n, group_size=64))
+    uninit = [f for f in report.findings if f.kind == "uninit"]
+    assert uninit and all(f.threadgroup == (3, 0, 0) for f in uninit), str(report)
+    assert report.by_representatives == 0  # the representatives found something: every group checked
+
+
+def test_a_race_in_every_group_reads_the_same_with_the_shortcut_off(lib):
+    def run():
+        out = np.full(16, np.nan, np.float32)
+        lib.race_everywhere(out, np.uint32(3), threads=16 * 32, group_size=32)
+    on, off = _check(run, True), _check(run, False)
+    assert [f.kind for f in on.findings] and _summary(on) == _summary(off)
+    assert sum(f.count for f in on.findings) == sum(f.count for f in off.findings)
+
+
+@pytest.mark.parametrize("grid,group,expect", [
+    ((256, 1, 1), (64, 1, 1), [0]),
+    ((250, 1, 1), (64, 1, 1), [0, 3]),
+    ((64, 30, 1), (16, 8, 1), [0, 4 * 3]),
+    ((20, 20, 3), (8, 8, 2), [0, 2, 3 * 2, 3 * 2 + 2, 9, 9 + 2, 9 + 6, 9 + 8]),
+    ((5, 1, 1), (8, 1, 1), [0]),
+])
+def test_representatives_are_one_group_per_shape(grid, group, expect):
+    ngroups = [-(-g // s) for g, s in zip(grid, group)]
+    assert representatives(list(grid), list(group), ngroups) == expect
