@@ -187,9 +187,9 @@ class Session:
                           timeout_ms):
         """The checked build's run. A kernel whose threadgroup memory behaves
         alike in every group of one shape (check/invariant.py) runs its
-        representatives first. When they found nothing in threadgroup memory
-        and made no silent threadgroup store, the other groups' threadgroup
-        checks would find nothing either: those groups run with them off, or,
+        representatives first. When they found nothing and made no silent
+        threadgroup store, the other groups' threadgroup checks (and barrier
+        checks) would find nothing either: those groups run with them off, or,
         when nothing else in them can go wrong either (`proof.device`), in the
         ordinary build. Otherwise they run checked whole: the findings are the
         same either way."""
@@ -199,7 +199,7 @@ class Session:
             return
         state.set_phase(N.PHASE_REPS, reps)
         ck._run(launch, b, timeout_ms, replay=False)
-        if state.tg_events:
+        if state.tg_events or state.d.total:
             state.set_phase(N.PHASE_OTHERS)
             ck._run(launch, b, timeout_ms, replay=False)
             return
