@@ -130,10 +130,13 @@ class GuardedCopy:
 
 class GuardedBuffers:
     """Guarded copies of every bound buffer's addressable span (a view's whole
-    storage); `ptrs` and `sizes` stand in for the bound pointers and sizes."""
+    storage); `ptrs` and `sizes` stand in for the bound pointers and sizes.
+    The buffers in `in_place` (ones the kernel only reads, every access
+    proven in bounds) are used where they are: nothing can fault there."""
 
-    def __init__(self, ptrs: list[int], spans: list[tuple[int, int]]):
-        self.copies = [GuardedCopy(lo, n) if p and n else None for p, (lo, n) in zip(ptrs, spans)]
+    def __init__(self, ptrs: list[int], spans: list[tuple[int, int]], in_place: set[int] = frozenset()):
+        self.copies = [GuardedCopy(lo, n) if p and n and i not in in_place else None
+                       for i, (p, (lo, n)) in enumerate(zip(ptrs, spans))]
         self.ptrs = [c.address + (p - lo) if c else p for c, p, (lo, _) in zip(self.copies, ptrs, spans)]
         self.sizes = [(lo + n - p) if p else 0 for p, (lo, n) in zip(ptrs, spans)]
 

@@ -23,6 +23,7 @@ class Proof:
     # arrays or simd functions: only threadgroup memory and barriers are left.
     device: bool = False
     exclusive: set = field(default_factory=set)  # written buffers no two threads share a byte of
+    inside: set = field(default_factory=set)  # buffers every access to is proven in bounds and aligned
 
 
 def _scalar(ptrs, sizes):
@@ -43,6 +44,7 @@ def prove(facts: dict, grid, group, ngroups, ptrs, sizes, spans) -> Proof:
     safe = True
     per_buffer: dict[int, list] = {}
     shared: set[int] = set()  # buffers with an access that is not a known polynomial
+    outside: set[int] = set()  # buffers with an access not proven in bounds
     for a in accesses:
         off = a.get("offset")
         lin = None
@@ -59,12 +61,16 @@ def prove(facts: dict, grid, group, ngroups, ptrs, sizes, spans) -> Proof:
                 per_buffer.setdefault(a["index"], []).append((lin, a["size"], known, a["write"]))
         if lin is None or not _inside(ev, lin, known, a, ptrs, spans):
             safe = False
+            if a["root"] == "buf":
+                outside.add(a["index"])
     written = {b for b, parts in per_buffer.items() if any(w for *_, w in parts)}
     written |= {a["index"] for a in accesses if a["root"] == "buf" and a["write"]}
     for b in written:
         if b not in shared and ev.exclusive([(lin, size, known) for lin, size, known, _ in per_buffer.get(b, [])]):
             proof.exclusive.add(b)
     uses = set(facts.get("uses", []))
+    if "unknown" not in uses:
+        proof.inside = {a["index"] for a in accesses if a["root"] == "buf"} - outside
     proof.device = safe and not (uses & DEVICE_UNPROVABLE_USES) and written <= proof.exclusive
     proof.whole = proof.device and not (uses & UNPROVABLE_USES)
     return proof

@@ -152,7 +152,11 @@ class Session:
         launch.check = state.address
         # The schedule runs work on guarded copies made before the first run
         # (the originals then hold the first run's results).
-        guarded = GuardedBuffers(b.ptrs, spans) if len(self.schedules) > 1 else None
+        # Read-only buffers proven in bounds need no fenced copy, unless they
+        # share memory with a written one (the first run changes that memory).
+        in_place = {i for i in proof.inside - written
+                    if not any(_overlap(spans[i], spans[w]) for w in written)}
+        guarded = GuardedBuffers(b.ptrs, spans, in_place) if len(self.schedules) > 1 else None
         pristine = {i: guarded.copies[i].read() for i in written} if guarded else {}
         failure = None
         try:
@@ -286,6 +290,10 @@ def use_representatives() -> bool:
     """On unless METAL_KERNEL_CHECK_REPRESENTATIVES=0 (every group's
     threadgroup accesses checked, to compare)."""
     return os.environ.get("METAL_KERNEL_CHECK_REPRESENTATIVES", "1") != "0"
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[0] + b[1] and b[0] < a[0] + a[1]
 
 
 def _addressable(arg, ptr: int, size: int) -> tuple[int, int]:

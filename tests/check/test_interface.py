@@ -38,6 +38,12 @@ kernel void reduce(device const float* x [[buffer(0)]], device float* out [[buff
   }
   if (lid == 0) out[tg] = s[0];
 }
+kernel void bump(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                 uint i [[thread_position_in_grid]]) {
+  const float v = x[i] + 1.0f;
+  threadgroup_barrier(mem_flags::mem_none);  // not provable whole: schedule runs
+  y[i] = v;
+}
 """
 
 
@@ -106,6 +112,20 @@ def test_a_view_may_reach_the_rest_of_its_storage(lib):
         lib.copy(base[2:], y, threads=6, group_size=6)
     assert report.ok, str(report)
     assert torch.equal(y, base[2:8])
+
+
+def test_schedule_runs_read_what_the_first_run_read_when_buffers_alias(lib):
+    # x is only read and proven in bounds, so the schedule runs could read
+    # it in place, but it is y's memory too: they must read it as it was.
+    t = torch.arange(300, dtype=torch.float32)
+    with metal_kernel.check() as report:
+        lib.bump(t, t, threads=300, group_size=64)
+    assert report.ok, str(report)
+    assert torch.equal(t, torch.arange(300, dtype=torch.float32) + 1)
+    x, y = torch.rand(300), torch.full((300,), float("nan"))
+    with metal_kernel.check() as report:
+        lib.bump(x, y, threads=300, group_size=64)
+    assert report.ok and torch.equal(y, x + 1), str(report)
 
 
 def test_a_dispatch_proven_safe_runs_the_ordinary_build(lib):
