@@ -160,7 +160,11 @@ class Session:
         pristine = {i: guarded.copies[i].read() for i in written} if guarded else {}
         failure = None
         try:
-            self._instrumented_run(kernel, ck, launch, b, state, facts, proof, grid, group, ngroups,
+            # The analysis takes a buffer the kernel never writes as the same for
+            # every group: not so when a written one shares its memory.
+            invariant = facts.get("tg_invariant") and not any(
+                _overlap(spans[i], spans[w]) for i in range(len(spans)) if i not in written for w in written)
+            self._instrumented_run(kernel, ck, launch, b, state, invariant, proof, grid, group, ngroups,
                                    threadgroup_memory, timeout_ms)
         except KernelError as e:
             failure = e
@@ -187,7 +191,7 @@ class Session:
             raise failure
         return None
 
-    def _instrumented_run(self, kernel, ck, launch, b, state, facts, proof, grid, group, ngroups, threadgroup_memory,
+    def _instrumented_run(self, kernel, ck, launch, b, state, invariant, proof, grid, group, ngroups, threadgroup_memory,
                           timeout_ms):
         """The checked build's run. A kernel whose threadgroup memory behaves
         alike in every group of one shape (check/invariant.py) runs its
@@ -197,7 +201,7 @@ class Session:
         when nothing else in them can go wrong either (`proof.device`), in the
         ordinary build. Otherwise they run checked whole: the findings are the
         same either way."""
-        reps = representatives(grid, group, ngroups) if facts.get("tg_invariant") and use_representatives() else []
+        reps = representatives(grid, group, ngroups) if invariant and use_representatives() else []
         if not reps or len(reps) >= math.prod(ngroups):
             ck._run(launch, b, timeout_ms, replay=False)
             return

@@ -78,6 +78,16 @@ kernel void guarded_by_the_grid(device const float* x [[buffer(0)]], device floa
   threadgroup_barrier(mem_flags::mem_threadgroup);
   if (gid < n) out[gid] = buf[63 - lid];
 }
+// `flag` is only read, but the caller binds `out`'s memory to it: group 0
+// sets the flag, and the groups that see it race in threadgroup memory.
+kernel void flag_alias(device const uint* flag [[buffer(0)]], device uint* out [[buffer(1)]],
+                       uint lid [[thread_position_in_threadgroup]], uint tg [[threadgroup_position_in_grid]]) {
+  threadgroup uint slot[1];
+  if (flag[0] == 7) slot[0] = lid;  // BUG once the flag is set
+  else if (lid == 0) slot[0] = 1;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (lid == 0) out[tg] = tg == 0 ? 7 : slot[0];
+}
 // A race in every group, and a loop bound from a read-only scalar.
 kernel void race_everywhere(device float* out [[buffer(0)]], constant uint& reps [[buffer(1)]],
                             uint lid [[thread_position_in_threadgroup]], uint tg [[threadgroup_position_in_grid]]) {
@@ -188,6 +198,14 @@ def test_the_partial_group_at_the_edge_is_a_representative_of_its_own(lib):
     uninit = [f for f in report.findings if f.kind == "uninit"]
     assert uninit and all(f.threadgroup == (3, 0, 0) for f in uninit), str(report)
     assert report.by_representatives == 0  # the representatives found something: every group checked
+
+
+def test_a_read_only_buffer_that_shares_memory_with_a_written_one_is_not_taken_as_invariant(lib):
+    assert _facts(lib, "flag_alias").get("tg_invariant")  # alone, the kernel is
+    mem = np.zeros(64, np.uint32)
+    report = _check(lambda: lib.flag_alias(mem, mem, threads=64 * 32, group_size=32))
+    assert report.by_representatives == 0
+    assert any(f.kind == "race" and f.address_space == "threadgroup" for f in report.findings), str(report)
 
 
 def test_a_race_in_every_group_reads_the_same_with_the_shortcut_off(lib):
