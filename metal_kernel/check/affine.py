@@ -168,6 +168,9 @@ class Analysis:
             if op == "shl" and set(b[0]) <= {()}:
                 return {m: c << b[0].get((), 0) for m, c in a[0].items()}, ranges
             return None
+        half = self._half(d)
+        if half is not None:
+            return half
         if op == "and":
             # The low word of two WiGroup fields loaded as one i64 (the
             # optimiser merges threadgroup_position.x and .y): the first field.
@@ -200,8 +203,89 @@ class Analysis:
         if op == "load":
             return self._uniform_load(v, d)
         if op == "phi" and self.blocks is not None:
-            return self._induction(v, d)
+            return self._induction(v, d) or self._merge(v, d)
         return None
+
+    def _half(self, d: str) -> tuple | None:
+        """One i32 of two packed into an i64 (`bitcast <2 x i32> <x, y> to
+        i64`: the optimiser packs the thread's x and y so): the low word
+        through `trunc` or `and 0xffffffff`, the high one through `lshr 32`
+        (and a `trunc` of that)."""
+        m = (re.match(r"trunc\s+(?:(?:nuw|nsw)\s+)*i64\s+(%[-\w.$]+)\s+to\s+i32$", d)
+             or re.match(r"and\s+i64\s+(%[-\w.$]+),\s*4294967295$", d)
+             or re.match(r"lshr\s+(?:exact\s+)?i64\s+(%[-\w.$]+),\s*32$", d))
+        if not m:
+            return None
+        high = d.startswith("lshr")
+        src = m.group(1)
+        if d.startswith("trunc"):
+            inner = re.sub(r",\s*!\w+ !\d+", "", self.defs.get(src, ""))
+            s = re.match(r"lshr\s+(?:exact\s+)?i64\s+(%[-\w.$]+),\s*32$", inner)
+            if s:
+                src, high = s.group(1), True
+        halves = self._packed(src)
+        if halves is None:
+            return None
+        part = self.value(halves[high])
+        if part is None:
+            return None
+        return part[0], part[1] + ([] if d.startswith("trunc") else [(part[0], 0, 1 << 32)])
+
+    def _packed(self, v: str) -> tuple[str, str] | None:
+        """(low, high) of `v = bitcast <2 x i32> <low, high> to i64`."""
+        d = re.sub(r",\s*!\w+ !\d+", "", self.defs.get(v, ""))
+        m = re.match(r"bitcast\s+<2 x i32>\s+(%[-\w.$]+)\s+to\s+i64$", d)
+        lanes: dict[int, str] = {}
+        vec = m.group(1) if m else None
+        while vec is not None and len(lanes) < 2:
+            e = re.match(r"insertelement\s+<2 x i32>\s+(\S+),\s*i32\s+(\S+),\s*i(?:32|64)\s+([01])$",
+                         re.sub(r",\s*!\w+ !\d+", "", self.defs.get(vec, "")))
+            if not e:
+                return None
+            lanes.setdefault(int(e.group(3)), e.group(2))
+            vec = e.group(1) if e.group(1).startswith("%") else None
+        return (lanes[0], lanes[1]) if len(lanes) == 2 else None
+
+    def _merge(self, v: str, d: str) -> tuple | None:
+        """A phi whose incoming values are one polynomial: the same uniform
+        value reloaded (a loop bound read again after a barrier), or 0 on an
+        edge taken only when a symbol S is 0 and elsewhere a polynomial that
+        is 0 when S is (`N == 0 ? 0 : N * row`, the optimiser's peeled empty
+        loop)."""
+        _, i = parse_type(d, 3)
+        incoming = [_split_top(item.strip()[1:-1]) for item in _split_top(d[i:])]
+        if not incoming or any(len(p) != 2 for p in incoming):
+            return None
+        values = [(self.value(val), blk.strip()) for val, blk in incoming]
+        zero_when = {blk: s for (val, blk) in values if val is not None and val[0] in ({}, const(0))
+                     for s in [self._zero_on_edge(blk, self.blocks.block_of.get(v))] if s}
+        rest = [val for val, blk in values if blk not in zero_when]
+        if not rest or any(val is None for val in rest) or any(val[0] != rest[0][0] for val in rest):
+            return None
+        poly = rest[0][0]
+        if zero_when and not all(all(s in mono for mono in poly) for s in zero_when.values()):
+            return None
+        return poly, [r for val in rest for r in val[1]]
+
+    def _zero_on_edge(self, pred: str, block: str | None) -> str | None:
+        """The symbol S when block `pred` branches to `block` only if S == 0."""
+        if block is None:
+            return None
+        term = self.blocks.terminator.get(pred)
+        if term is None and self.lin[1:].isdigit() and pred == f"%{int(self.lin[1:]) + 1}":
+            term = self.blocks.terminator.get("")  # the entry block, unlabelled in numbered IR
+        m = re.match(r"br i1 (%[-\w.$]+), label (%[-\w.$]+), label (%[-\w.$]+)", term or "")
+        if not m:
+            return None
+        cond = re.sub(r",\s*!\w+ !\d+", "", self.defs.get(m.group(1), ""))
+        c = re.match(r"icmp (eq|ne) i\d+ (%[-\w.$]+), 0$", cond)
+        if not c or (m.group(2) if c.group(1) == "eq" else m.group(3)) != block or m.group(2) == m.group(3):
+            return None
+        s = self.value(c.group(2))
+        if s is None or len(s[0]) != 1:
+            return None
+        (mono, k), = s[0].items()
+        return mono[0] if k == 1 and len(mono) == 1 else None
 
     def _induction(self, v: str, d: str) -> tuple | None:
         """The induction variable of a counted loop (check/loops.py): a
@@ -414,7 +498,11 @@ class Evaluator:
                 # Every value, and the step past the last one, stays in the
                 # counter's non-negative signed range: no wrap, signed or not.
                 fits = s_lo >= 0 and max(s_hi, b_hi) + loop["step"] <= 1 << (loop["bits"] - 1)
-                if fits and loop["kind"] == "lt":
+                if fits and loop["kind"] == "lt" and s_lo == s_hi and b_lo == b_hi and b_lo > s_lo and loop["step"] > 0:
+                    # One start and bound for every thread: the last value
+                    # the step lands on (`t += 16` below N stops at N - 16).
+                    out = (s_lo, s_lo + (b_lo - 1 - s_lo) // loop["step"] * loop["step"])
+                elif fits and loop["kind"] == "lt":
                     out = (s_lo, max(s_hi, b_hi - 1))
                 elif fits and loop["kind"] == "ne" and s_hi < b_lo:
                     out = (s_lo, b_hi - 1)  # the bound is reached, never passed

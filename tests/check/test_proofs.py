@@ -63,6 +63,32 @@ kernel void grid_stride(device float* y, device const float* x, constant uint& n
                         uint i [[thread_position_in_grid]], uint threads [[threads_per_grid]]) {
   for (uint k = i; k < n; k += threads) y[k] = 2 * x[k];
 }
+kernel void tiled(device const float* A, device const float* B, device float* C, constant uint& N,
+                  uint2 gid [[thread_position_in_grid]], uint2 lid [[thread_position_in_threadgroup]]) {
+  threadgroup float As[8][8], Bs[8][8];
+  float acc = 0.0f;
+  for (uint t = 0; t < N; t += 8) {
+    As[lid.y][lid.x] = A[gid.y * N + t + lid.x];
+    Bs[lid.y][lid.x] = B[(t + lid.y) * N + gid.x];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint k = 0; k < 8; ++k) acc += As[lid.y][k] * Bs[k][lid.x];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  C[gid.y * N + gid.x] = acc;
+}
+kernel void tiled_one_past(device const float* A, device const float* B, device float* C, constant uint& N,
+                           uint2 gid [[thread_position_in_grid]], uint2 lid [[thread_position_in_threadgroup]]) {
+  threadgroup float As[8][8], Bs[8][8];
+  float acc = 0.0f;
+  for (uint t = 0; t < N; t += 8) {
+    As[lid.y][lid.x] = A[gid.y * N + t + lid.x + 1];
+    Bs[lid.y][lid.x] = B[(t + lid.y) * N + gid.x];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint k = 0; k < 8; ++k) acc += As[lid.y][k] * Bs[k][lid.x];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  C[gid.y * N + gid.x] = acc;
+}
 kernel void first_thread_writes(device float* out, device const float* x,
                                 uint lid [[thread_position_in_threadgroup]],
                                 uint tg [[threadgroup_position_in_grid]], uint gid [[thread_position_in_grid]]) {
@@ -190,6 +216,32 @@ def test_one_thread_per_group_writing_its_group_slot_is_proven_and_two_are_not(l
     with metal_kernel.check() as report:
         lib.first_two_threads_write(out, x, threads=x.numel(), group_size=32)
     assert report.proven == 0 and {f.kind for f in report.findings} == {"race"}, str(report)
+
+
+def test_a_tiled_matmuls_device_accesses_are_proven_and_one_past_is_not(lib):
+    # The tile loop steps by 8 below N (its last tile starts at N - 8); the
+    # optimiser reloads N after each barrier, peels the N == 0 case into a
+    # phi with 0 and packs the thread's x and y into one i64: all followed.
+    from metal_kernel.check.prove import prove
+    from metal_kernel.check.session import checked_library
+    n = 32
+    a, b = torch.rand(n, n), torch.rand(n, n)
+    for name, inside in (("tiled", {0, 1, 2, 3}), ("tiled_one_past", {1, 2, 3})):
+        k = getattr(lib, name)
+        ck = getattr(checked_library(k._library), name)
+        facts = ck._library._compiled.check_of(ck._entry)["kernels"][str(ck._entry.symbol)]
+        bound = k._bind((a, b, torch.empty(n, n), _u32(n)), {})
+        spans = list(zip(bound.ptrs, bound.sizes))
+        proof = prove(facts, [n, n, 1], [8, 8, 1], [n // 8, n // 8, 1], bound.ptrs, bound.sizes, spans)
+        assert proof.inside == inside and proof.device == (name == "tiled"), name
+    c = torch.full((n, n), float("nan"))
+    with metal_kernel.check() as report:
+        lib.tiled(a, b, c, _u32(n), threads=(n, n), group_size=(8, 8))
+    assert report.ok and report.by_representatives == 1, str(report)
+    torch.testing.assert_close(c, a @ b)
+    with metal_kernel.check() as report:
+        lib.tiled_one_past(a, b, c, _u32(n), threads=(n, n), group_size=(8, 8))
+    assert {(f.kind, f.buffer) for f in report.findings} == {("oob", (0, "A"))}, str(report)
 
 
 def test_an_empty_loop_is_not_a_proof_and_still_runs(lib):
