@@ -18,6 +18,12 @@ _libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.mmap.restype = ctypes.c_void_p
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+# Large copies go on huge pages where the system has them on request, as
+# numpy asks for its large arrays: a schedule run that visits the groups out
+# of order would otherwise miss the TLB on most of them.
+_MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
+_HUGE_PAGE = 2 << 20
 
 
 # Mappings are reused (the runtime fences small dispatches all the time, and
@@ -46,6 +52,8 @@ def _acquire(reach: int, span: int) -> int:
         err = ctypes.get_errno()
         _libc.munmap(base, total)
         raise OSError(err, "mprotect failed for a guarded copy")
+    if _MADV_HUGEPAGE is not None and span >= _HUGE_PAGE:
+        _libc.madvise(base + reach, span, _MADV_HUGEPAGE)  # a hint: if refused, small pages
     return base
 
 

@@ -10,6 +10,7 @@ from ..ir import Unsupported, parse_type
 from .abi import MAX_THREADS
 from .analysis import Analysis
 from .ir_model import Function
+from .prefix_guard import Guard
 
 
 def types_text(fn: Function, analysis: Analysis) -> list[str]:
@@ -50,8 +51,11 @@ def types_text(fn: Function, analysis: Analysis) -> list[str]:
     return out
 
 
-def descriptor_text(fn: Function, analysis: Analysis) -> list[str]:
-    """The kernel's descriptor for the group driver and its entry `__mk_wientry_<n>`."""
+def descriptor_text(fn: Function, analysis: Analysis, guards: dict[int, Guard] | None = None) -> list[str]:
+    """The kernel's descriptor for the group driver and its entry
+    `__mk_wientry_<n>`. `guards[k]`: the guard of the region from point k
+    (prefix_guard.py), for the driver's other orders (mk/workitem.h,
+    settle_idle)."""
     n = fn.sym
     S = f"%mk.slots.{n}"
     T = f"%mk.stage.{n}"
@@ -65,8 +69,9 @@ def descriptor_text(fn: Function, analysis: Analysis) -> list[str]:
     slot_idx = {v: i for i, v in enumerate(analysis.slot_values)}
     stage_idx = {v: i for i, v in enumerate(analysis.uniform)}
     uniforms = []
-    syncs = ["%mk.WiSync { i32 0, i32 0, i32 0, i32 0, ptr null, ptr null, i32 0, i32 0 }"]
-    for sp in fn.syncs:
+    guards = guards or {}
+    syncs = [f"%mk.WiSync {{ i32 0, i32 0, i32 0, i32 0, ptr null, ptr null, i32 0, i32 0, {_guard(guards.get(0))} }}"]
+    for k, sp in enumerate(fn.syncs, 1):
         first = len(uniforms)
         for v in sp.live:
             if v in stage_idx:
@@ -76,7 +81,7 @@ def descriptor_text(fn: Function, analysis: Analysis) -> list[str]:
         comp = sp.compute if sp.kind == "simd" else "null"
         dense = sp.dense if sp.kind == "simd" else "null"
         syncs.append(f"%mk.WiSync {{ i32 {kind}, i32 {sp.op}, i32 {sp.in_size}, i32 {sp.out_size}, "
-                     f"ptr {comp}, ptr {dense}, i32 {first}, i32 {len(uniforms) - first} }}")
+                     f"ptr {comp}, ptr {dense}, i32 {first}, i32 {len(uniforms) - first}, {_guard(guards.get(k))} }}")
     out = [f"@__mk_wisyncs_{n} = internal constant [{len(syncs)} x %mk.WiSync] [{', '.join(syncs)}]"]
     if uniforms:
         out.append(f"@__mk_wiunif_{n} = internal constant [{len(uniforms)} x %mk.WiUniform] "
@@ -108,6 +113,16 @@ def descriptor_text(fn: Function, analysis: Analysis) -> list[str]:
     ]
     return out
 
+
+# Sync::guard (mk/workitem.h): 0 none, 1 on the thread's index, 2 on its x.
+_GUARD_COORD = {"lin": 1, "x": 2}
+
+
+def _guard(g: Guard | None) -> str:
+    """A region's guard in its Sync: coordinate, bound, the idle threads' state (and padding)."""
+    if g is None:
+        return "i32 0, i32 0, i32 0, i32 0"
+    return f"i32 {_GUARD_COORD[g.coord]}, i32 {g.below}, i32 {g.state}, i32 0"
 
 
 _SCALAR_BYTES = {"half": 2, "bfloat": 2, "float": 4, "double": 8, "ptr": 8}

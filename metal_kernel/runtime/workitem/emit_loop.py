@@ -18,11 +18,16 @@ def chunked(fn: Function) -> bool:
 
 def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None,
               guards: dict[int, Guard] | None = None) -> list[str]:
-    """loop(g, slots, stage, frames, states, b, e, resume): threads
-    [b, e) in rows of x (x innermost, so ids stay affine), each from
-    `resume` to its next cut; returns the summary the driver reads
+    """loop(g, slots, stage, frames, states, b, e, resume, spans, nspans):
+    threads [b, e) in rows of x (x innermost, so ids stay affine), each
+    from `resume` to its next cut; returns the summary the driver reads
     (mk/workitem.h, Summary: lowest state, highest state other than DONE,
     number of threads DONE, span of the threads not DONE).
+
+    With `nspans` > 0 the threads run as the spans `spans[i]` (lo | hi <<
+    16, together [b, e) exactly), one after the other in that order: the
+    driver's other legal orders of a region (Launch::order) in one call,
+    each span's rows still vectorised (`_span_start`).
 
     In kernels with simd functions a row is cut at simdgroup boundaries
     (lane ids affine in each inner loop), and whole simdgroups go through
@@ -45,11 +50,13 @@ def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None,
     out = [
         (f"define internal {{ i64, i64 }} @__mk_wiloop_{n}("
          f"ptr noalias readonly dereferenceable({WIGROUP_SIZE}) align 8 %g, ptr noalias %slots, ptr noalias %stage, "
-         f"ptr %frames, ptr noalias %states, i32 %b, i32 %e, i32 %resume){attr} {{"),
+         f"ptr %frames, ptr noalias %states, i32 %b, i32 %e, i32 %resume, ptr noalias readonly %spans, "
+         f"i32 %nspans){attr} {{"),
         "entry:",
         "  %gsx = load i32, ptr %g, align 4",
         "  %gsyp = getelementptr inbounds i8, ptr %g, i64 4",
         "  %gsy = load i32, ptr %gsyp, align 4",
+        "  %list = icmp ne i32 %nspans, 0",
         "  switch i32 %resume, label %done [",
     ]
     for k in range(len(fn.syncs) + 1):
@@ -83,21 +90,13 @@ def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int], guard: Guard | 
     """Region k over the threads [b, e), row by row (x innermost); a row in
     pieces at simdgroup boundaries when `chunk`; with a `guard`, a piece
     ends at the guard's bound and the threads past it are `_guarded_row`."""
-    out = [
-        # (x, y, z) of the first thread, then stepped row by row
-        # (no division per row)
-        f"L{k}.pre:",
-        f"  %bx{k} = urem i32 %b, %gsx",
-        f"  %byz{k} = udiv i32 %b, %gsx",
-        f"  %by{k} = urem i32 %byz{k}, %gsy",
-        f"  %bz{k} = udiv i32 %byz{k}, %gsy",
-        f"  br label %L{k}.outer",
+    out = _span_start(k) + [
         f"L{k}.outer:",
-        f"  %lin{k} = phi i32 [ %b, %L{k}.pre ], [ %next{k}, %L{k}.step ]",
-        f"  %x0.{k} = phi i32 [ %bx{k}, %L{k}.pre ], [ %nx{k}, %L{k}.step ]",
-        f"  %y{k} = phi i32 [ %by{k}, %L{k}.pre ], [ %ny{k}, %L{k}.step ]",
-        f"  %z{k} = phi i32 [ %bz{k}, %L{k}.pre ], [ %nz{k}, %L{k}.step ]",
-        f"  %more{k} = icmp ult i32 %lin{k}, %e",
+        f"  %lin{k} = phi i32 [ %sb{k}, %L{k}.first ], [ %next{k}, %L{k}.step ]",
+        f"  %x0.{k} = phi i32 [ %bx{k}, %L{k}.first ], [ %nx{k}, %L{k}.step ]",
+        f"  %y{k} = phi i32 [ %by{k}, %L{k}.first ], [ %ny{k}, %L{k}.step ]",
+        f"  %z{k} = phi i32 [ %bz{k}, %L{k}.first ], [ %nz{k}, %L{k}.step ]",
+        f"  %more{k} = icmp ult i32 %lin{k}, %se{k}",
         f"  br i1 %more{k}, label %L{k}.{'rowg' if guard else 'row'}, label %L{k}.end",
     ]
     if guard:
@@ -106,7 +105,7 @@ def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int], guard: Guard | 
         out += [
             f"L{k}.row:",
             f"  %row{k} = sub i32 %lin{k}, %x0.{k}",
-            f"  %left{k} = sub i32 %e, %row{k}",
+            f"  %left{k} = sub i32 %se{k}, %row{k}",
             f"  %x1w.{k} = call i32 @llvm.umin.i32(i32 %left{k}, i32 %gsx)",
         ]
     if chunk:
@@ -140,13 +139,56 @@ def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int], guard: Guard | 
         f"  %ny{k} = select i1 %wrap{k}, i32 %yw{k}, i32 %y{k}",
         f"  %nz{k} = select i1 %wrap{k}, i32 %zw{k}, i32 %z{k}",
         f"  br label %L{k}.outer",
-        # an empty range: the summary of no thread
+        # the next span; after the last, the summary of [b, e) (none
+        # for an empty range)
         f"L{k}.end:",
+        f"  br i1 %list, label %L{k}.snext, label %L{k}.fin",
+        f"L{k}.snext:",
+        f"  %sin{k} = add nuw i32 %sic{k}, 1",
+        f"  %smore{k} = icmp ult i32 %sin{k}, %nspans",
+        f"  br i1 %smore{k}, label %L{k}.span, label %L{k}.fin",
+        f"L{k}.fin:",
         f"  %any{k} = icmp ult i32 %b, %e",
         f"  br i1 %any{k}, label %L{k}.summ, label %done",
         f"L{k}.summ:",
     ]
     return out
+
+
+def _span_start(k: int) -> list[str]:
+    """Region k's next span [sb, se) (the whole [b, e) when there is no
+    span list) and the (x, y, z) of its first thread, from which the rows
+    step without dividing (and in one-dimensional groups, sb < gsx, not
+    even once)."""
+    return [
+        f"L{k}.pre:",
+        f"  br i1 %list, label %L{k}.span, label %L{k}.sgo",
+        f"L{k}.span:",
+        f"  %si{k} = phi i32 [ 0, %L{k}.pre ], [ %sin{k}, %L{k}.snext ]",
+        f"  %si64.{k} = zext i32 %si{k} to i64",
+        f"  %spp{k} = getelementptr inbounds i32, ptr %spans, i64 %si64.{k}",
+        f"  %sv{k} = load i32, ptr %spp{k}, align 4",
+        f"  %svb{k} = and i32 %sv{k}, 65535",
+        f"  %sve{k} = lshr i32 %sv{k}, 16",
+        f"  br label %L{k}.sgo",
+        f"L{k}.sgo:",
+        f"  %sic{k} = phi i32 [ 0, %L{k}.pre ], [ %si{k}, %L{k}.span ]",
+        f"  %sb{k} = phi i32 [ %b, %L{k}.pre ], [ %svb{k}, %L{k}.span ]",
+        f"  %se{k} = phi i32 [ %e, %L{k}.pre ], [ %sve{k}, %L{k}.span ]",
+        f"  %inrow{k} = icmp ult i32 %sb{k}, %gsx",
+        f"  br i1 %inrow{k}, label %L{k}.first, label %L{k}.div",
+        f"L{k}.div:",
+        f"  %bxd{k} = urem i32 %sb{k}, %gsx",
+        f"  %byz{k} = udiv i32 %sb{k}, %gsx",
+        f"  %byd{k} = urem i32 %byz{k}, %gsy",
+        f"  %bzd{k} = udiv i32 %byz{k}, %gsy",
+        f"  br label %L{k}.first",
+        f"L{k}.first:",
+        f"  %bx{k} = phi i32 [ %sb{k}, %L{k}.sgo ], [ %bxd{k}, %L{k}.div ]",
+        f"  %by{k} = phi i32 [ 0, %L{k}.sgo ], [ %byd{k}, %L{k}.div ]",
+        f"  %bz{k} = phi i32 [ 0, %L{k}.sgo ], [ %bzd{k}, %L{k}.div ]",
+        f"  br label %L{k}.outer",
+    ]
 
 
 def _guarded_row(k: int, guard: Guard) -> list[str]:
@@ -163,7 +205,7 @@ def _guarded_row(k: int, guard: Guard) -> list[str]:
     return [
         f"L{k}.rowg:",
         f"  %row{k} = sub i32 %lin{k}, %x0.{k}",
-        f"  %left{k} = sub i32 %e, %row{k}",
+        f"  %left{k} = sub i32 %se{k}, %row{k}",
         f"  %x1r.{k} = call i32 @llvm.umin.i32(i32 %left{k}, i32 %gsx)",
         *limit,
         f"  %x1w.{k} = call i32 @llvm.umin.i32(i32 %x1r.{k}, i32 %lim{k})",

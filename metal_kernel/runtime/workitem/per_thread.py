@@ -115,4 +115,4 @@ class PerThread:
         return loop_text(self.fn, self.exits, self.loop_group, self.guards)
 
     def descriptor_text(self) -> list[str]:
-        return descriptor_text(self.fn, self.analysis)
+        return descriptor_text(self.fn, self.analysis, self.guards)
