@@ -392,6 +392,9 @@ class CompiledLibrary:
             self._unit_checks[name] = got
         return got
 
+    def has_store_facts(self, symbol: int) -> bool:
+        return (self.objects / f"{self.key}.k{symbol}.facts.json").exists()
+
     def store_facts(self, symbol: int) -> dict:
         """Kernel `symbol`'s dispatch facts (check/build.py kernel_facts:
         its stores as offset polynomials), compiled once and cached beside

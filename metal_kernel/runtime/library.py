@@ -76,6 +76,7 @@ class Kernel:
         self.thread_execution_width = THREAD_EXECUTION_WIDTH
         self._static_tg = entry.tg_bytes
         self._store_facts: dict | None = None  # runtime/store_guard.py: loaded on first need
+        self._fenced_bytes = 0  # bytes runtime/store_guard.py copied for this kernel without them
 
     @property
     def execution_mode(self) -> str:
@@ -248,6 +249,10 @@ class Kernel:
     def _launch_unguarded(self, b: Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0):
         launch = self._launch_struct(b, grid, group, ngroups, threadgroup_memory)
         self._run(launch, b, timeout_ms)
+
+    def _store_facts_cached(self) -> bool:
+        """Whether the store facts are on disk already (loading them is cheap)."""
+        return self._library._compiled.has_store_facts(self._entry.symbol)
 
     def _load_store_facts(self) -> dict:
         """The facts that prove this kernel's stores in bounds (compiled

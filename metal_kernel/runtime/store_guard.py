@@ -31,8 +31,12 @@ from __future__ import annotations
 import os
 
 # Copies up to this many bytes per dispatch are made without first trying to
-# prove the stores (the proof's facts cost one compile of the kernel).
+# prove the stores (the proof's facts cost one compile of the kernel, ~1 s)...
 COPY_WITHOUT_FACTS = 8 << 20
+# ...until a kernel's copies add up to about what that compile costs (a
+# kernel called again and again on 4 MB ran at half speed for good), or the
+# facts are already on disk (an earlier process compiled them).
+COPIES_BEFORE_FACTS = 1 << 30
 # Inaccessible address space on each side of a copy: any 32-bit index of an
 # element of up to 16 bytes lands in it.
 REACH = 1 << 36
@@ -64,8 +68,11 @@ def guard_needed(kernel, b, grid, group, ngroups) -> list[int]:
     if not written:
         return []
     facts = kernel._store_facts
-    if facts is None and sum(b.sizes[i] for i in written) > COPY_WITHOUT_FACTS:
-        facts = kernel._load_store_facts()
+    if facts is None:
+        copy = sum(b.sizes[i] for i in written)
+        kernel._fenced_bytes += copy
+        if copy > COPY_WITHOUT_FACTS or kernel._fenced_bytes > COPIES_BEFORE_FACTS or kernel._store_facts_cached():
+            facts = kernel._load_store_facts()
     if facts:
         from ..check.prove import stores_in_bounds
 

@@ -139,6 +139,24 @@ def test_large_dispatches_wait_for_the_facts_and_small_ones_do_not(lib, monkeypa
     assert lib2.copy2._store_facts is not None and not lib2.copy2._store_facts.get("writes_unknown")
 
 
+def test_small_dispatches_load_the_facts_once_copies_add_up_or_they_are_on_disk(lib, monkeypatch):
+    monkeypatch.setattr(store_guard, "COPY_WITHOUT_FACTS", 1 << 20)
+    monkeypatch.setattr(store_guard, "COPIES_BEFORE_FACTS", 1000)
+    src = SRC.replace("kernel void copy(", "kernel void copy3(")
+    lib3 = metal_kernel.compile_shader(src)
+    x = torch.rand(100)
+    lib3.copy3(x, torch.empty(100), threads=100, group_size=32)  # 400 bytes copied
+    lib3.copy3(x, torch.empty(100), threads=100, group_size=32)  # 800
+    assert lib3.copy3._store_facts is None
+    lib3.copy3(x, torch.empty(100), threads=100, group_size=32)  # 1200: worth the compile now
+    assert lib3.copy3._store_facts is not None and not lib3.copy3._store_facts.get("writes_unknown")
+    # A new library of the same source finds them on disk at its first dispatch.
+    again = metal_kernel.compile_shader(src)
+    assert again.copy3 is not lib3.copy3 and again.copy3._store_facts is None
+    again.copy3(x, torch.empty(100), threads=100, group_size=32)
+    assert again.copy3._store_facts is not None
+
+
 def test_the_guard_can_be_turned_off(lib, fenced, monkeypatch):
     monkeypatch.setenv("METAL_KERNEL_BOUNDS_CHECK", "0")
     n = 100
