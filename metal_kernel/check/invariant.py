@@ -49,8 +49,12 @@ from .roots import _DBG_STRIP, Function, _operand_value
 # grid. Before them: the group's actual shape; after: the dispatch's shapes,
 # then the object pointer tables (tg_allocs at 80 on).
 _GROUP_POSITION = (12, 36)
+# mk/abi.h GroupInfo (CUDA's blockIdx, blockDim, gridDim): bytes [0, 12) are
+# the group's position; CUDA blocks are never partial.
+_GROUP_INFO_POSITION = (0, 12)
 _LOCAL = re.compile(r"%[-\w.$]+")
-_MARKERS = {"__mk_chk_buffer", "__mk_chk_tgparam", "__mk_tg_alloc", "__mk_sync_barrier", "__mk_sync_simd"}
+_MARKERS = {"__mk_chk_buffer", "__mk_chk_tgparam", "__mk_tg_alloc", "__mk_sync_barrier", "__mk_sync_simd",
+            "__mk_thread_index"}  # the thread's index in its group
 _TG_KINDS = ("tg", "tgp")
 
 
@@ -160,21 +164,27 @@ def _invariant_memory(fn: Function, ptr: str, ty: str, written: set[int], writes
         return root.index not in written and not writes_unknown
     if root.kind == "glob":
         return bool(re.search(r"\bconstant\b", fn.globals.get(_name(root.base), "")))
-    if root.kind == "g":
-        off = _g_offset(fn, ptr)
+    if root.kind in ("g", "groupinfo"):
+        off = _record_offset(fn, ptr, root.kind)
         if off is None:
             return False
         size = fn.layout.store_size(ty) if ty else 8
-        return off + size <= _GROUP_POSITION[0] or off >= _GROUP_POSITION[1]
+        lo, hi = _GROUP_POSITION if root.kind == "g" else _GROUP_INFO_POSITION
+        return off + size <= lo or off >= hi
     return False
 
 
-def _g_offset(fn: Function, ptr: str) -> int | None:
-    """The constant byte offset of `ptr` into the WiGroup, or None."""
-    if ptr == fn.g:
+def _record_offset(fn: Function, ptr: str, kind: str) -> int | None:
+    """The constant byte offset of `ptr` into the WiGroup (`g`) or the group
+    record (`groupinfo`: a __mk_tg_alloc of it), or None."""
+    def is_base(v: str) -> bool:
+        if kind == "g":
+            return v == fn.g
+        return bool(re.search(r"call .*@__mk_tg_alloc\(i32 (?:noundef )?-1,", fn.defs.get(v, "")))
+    if is_base(ptr):
         return 0
     d = _DBG_STRIP.sub("", fn.defs.get(ptr, ""))
     m = re.match(r"getelementptr\s+(?:(?:inbounds|nuw|nusw)\s+)*i8,\s*ptr\s+(%[-\w.$]+),\s*i64\s+(-?\d+)$", d)
-    if m and m.group(1) == fn.g:
+    if m and is_base(m.group(1)):
         return int(m.group(2))
     return None
