@@ -138,8 +138,13 @@ class Decoder:
                 detail = f"Address {r.addr:#x} is outside every buffer and threadgroup variable of the dispatch"
             elif r.offset < 0:
                 detail = f"Address is {-r.offset} bytes before the start of {obj}"
+            elif r.offset >= r.object_size:
+                # From the end to the access's first byte, as compute-sanitizer
+                # measures ("0 bytes after the allocation": the next element).
+                detail = f"Address is {r.offset - r.object_size} bytes past the end of {obj}"
             else:
-                detail = f"Address is {r.offset + r.size - r.object_size} bytes past the end of {obj}"
+                detail = (f"Address is {r.object_size - r.offset} bytes before the end of {obj}, and the access "
+                          f"runs {r.offset + r.size - r.object_size} bytes past it")
             msg_tail = "the store was not performed" if access != "read" else "the load read 0"
             return Finding(kind="oob", message=head, address_space=space, buffer=buf, offset=r.offset,
                            size=r.size, access=access, details=[at, f"by {by}", detail, f"({msg_tail})"], **common)

@@ -38,6 +38,10 @@ kernel void reduce(device const float* x [[buffer(0)]], device float* out [[buff
   }
   if (lid == 0) out[tg] = s[0];
 }
+struct S5 { float a, b, c, d, e; };
+kernel void copy_s5(device const S5* x [[buffer(0)]], device S5* y [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+  y[i] = x[i];
+}
 kernel void bump(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
                  uint i [[thread_position_in_grid]]) {
   const float v = x[i] + 1.0f;
@@ -76,8 +80,18 @@ def test_the_text_report_has_compute_sanitizers_shape(lib):
     assert "========= Invalid device write of size 4 bytes" in lines
     assert "=========     at shift() in kernel.metal:5" in lines
     assert "=========     by thread (99,0,0) in threadgroup (3,0,0)" in lines
-    assert "=========     Address is 4 bytes past the end of buffer 1 'y' (400 bytes)" in lines
+    assert "=========     Address is 0 bytes past the end of buffer 1 'y' (400 bytes)" in lines
     assert lines[-1] == "========= ERROR SUMMARY: 1 error"
+
+
+def test_an_access_that_runs_over_the_end_says_where_it_starts_and_how_far_it_runs(lib):
+    # 22 floats hold 4 whole 20-byte structs and 8 bytes of a fifth.
+    with metal_kernel.check() as report:
+        lib.copy_s5(torch.ones(22), torch.zeros(25), threads=5, group_size=5)
+    (f,) = report.findings
+    assert (f.offset, f.size) == (80, 20)
+    assert "Address is 8 bytes before the end of buffer 0 'x' (88 bytes), and the access runs 12 bytes past it" \
+        in f.details
 
 
 def test_a_race_names_both_accesses(lib):
