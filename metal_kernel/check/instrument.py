@@ -87,6 +87,7 @@ class KernelInfo:
     # Why threadgroup memory may behave differently from one group to another
     # of the same shape ('' when it cannot: check/invariant.py).
     tg_variant: str = "no threadgroup memory"
+    edges: list = field(default_factory=list)  # its edge conditions, as polynomials (check/invariant.py)
 
     def to_json(self) -> dict:
         return {"buffer_granule": {str(k): v for k, v in self.buffer_granule.items()},
@@ -94,7 +95,7 @@ class KernelInfo:
                 "writes_unknown": self.writes_unknown, "unchecked_calls": self.unchecked_calls,
                 "accesses": self.accesses, "loops": self.loops, "uses": sorted(self.uses),
                 **({"summaries": self.summaries} if self.summaries else {}),
-                **({"tg_invariant": True} if not self.tg_variant else {}),
+                **({"tg_invariant": True, "edges": self.edges} if not self.tg_variant else {}),
                 **({"not_checked": self.not_instrumented} if self.not_instrumented else {})}
 
 
@@ -251,7 +252,7 @@ class Instrumenter:
                 g *= 2
             for r in roots:
                 granule[r] = min(granule.get(r, 16), g)
-        self._describe(fn, accesses, info)
+        analysis = self._describe(fn, accesses, info)
         private_init = self._trackable_allocas(fn, [r for _, _, rs in accesses for r in rs])
         out = list(flines)
         entry_extra: list[str] = []
@@ -285,10 +286,14 @@ class Instrumenter:
                 plain = acc.kind in ("load", "store") and not bits & A_ATOMIC
                 checks.append(S.Check(i, k, ptr, bool(bits & (A_WRITE | A_ATOMIC)), plain, r.kind, acc.size, bits,
                                       site, self._object_args(r)))
-        info.tg_variant = tg_invariant(
+        info.tg_variant, edges = tg_invariant(
             fn, [(ptr, "" if acc.size.isdigit() else acc.size) for _, acc, roots in accesses
                  for (ptr, _), r in zip(acc.ptrs, roots) if r.kind in ("tg", "tgp")],
             any(r.kind == "unknown" for _, _, roots in accesses for r in roots), info.written, info.writes_unknown)
+        if not info.tg_variant:
+            info.edges = [self._edge(analysis, fn, e) for e in edges]
+            if None in info.edges:
+                info.tg_variant, info.edges = "a branch on the group's position the analysis cannot follow", []
         summaries = S.plan(flines, fn.defs, fn.g, fn.lin, checks) if summarise_loops() else S.Plan()
         info.summaries = len(summaries.before_line)
         by_access: dict[int, list[S.Check]] = {}
@@ -345,7 +350,18 @@ class Instrumenter:
             out[k:k] = entry_extra
         return out
 
-    def _describe(self, fn: Function, accesses, info: KernelInfo):
+    @staticmethod
+    def _edge(analysis: Analysis, fn: Function, cond: str) -> dict | None:
+        """An edge condition (check/invariant.py) as polynomials: lhs pred rhs."""
+        m = re.match(r"icmp (?:samesign )?(\w+) i(\d+) (\S+), (\S+)$", re.sub(r",\s*!\w+ !\d+", "", fn.defs[cond]))
+        if not m:
+            return None
+        a, b = analysis.value(m.group(3)), analysis.value(m.group(4))
+        if a is None or b is None:
+            return None
+        return {"pred": m.group(1), "bits": int(m.group(2)), "lhs": Offset(*a).to_json(), "rhs": Offset(*b).to_json()}
+
+    def _describe(self, fn: Function, accesses, info: KernelInfo) -> Analysis:
         """The facts check/session.py proves dispatches with (check/affine.py)."""
         written = {r.index for _, acc, roots in accesses for (_, rw), r in zip(acc.ptrs, roots)
                    if r.kind == "buf" and (rw == "write" or acc.info_bits & (A_WRITE | A_ATOMIC))}
@@ -374,6 +390,7 @@ class Instrumenter:
             info.uses.add("sync")
         if any("@__mk_sync_simd(" in ln for ln in fn.lines):
             info.uses.add("simd")
+        return analysis
 
     @staticmethod
     def _guards(analysis: Analysis, guards: Guards, block: str) -> list:

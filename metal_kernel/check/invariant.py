@@ -59,35 +59,44 @@ _TG_KINDS = ("tg", "tgp")
 
 
 def tg_invariant(fn: Function, tg_accesses: list[tuple[str, str]], unknown_access: bool,
-                 written: set[int], writes_unknown: bool) -> str:
-    """'' when the threadgroup behaviour of `fn` is the same in every group of
-    one shape, else the first reason it may not be.
+                 written: set[int], writes_unknown: bool) -> tuple[str, list[str]]:
+    """('', edge conditions) when the threadgroup behaviour of `fn` is the same
+    in every group of one shape and the same outcome of its edge conditions,
+    else (the first reason it may not be, []).
 
+    Edge conditions are comparisons a branch takes on values that depend on
+    the group's position but not on memory (`if (gid < n)`): check/session.py
+    finds which groups they split, from their polynomials.
     `tg_accesses`: (pointer, length or '') of each threadgroup access;
     `unknown_access`: an access through a pointer of unknown origin;
     `written`: the buffers the kernel may write."""
     if unknown_access:
-        return "an access through a pointer of unknown origin"
+        return "an access through a pointer of unknown origin", []
     if not tg_accesses:
-        return "no threadgroup memory"
-    variant = _variant_values(fn, written, writes_unknown)
+        return "no threadgroup memory", []
+    level = _variant_values(fn, written, writes_unknown)
+    edges: list[str] = []
     for ln in fn.lines[1:-1]:
         body = _DBG_STRIP.sub("", ln).strip()
         if body.startswith(("br i1 ", "switch ")):
             cond = _LOCAL.findall(body.split(",", 1)[0])
-            if any(v in variant for v in cond):
-                return f"a branch on a group-variant value ({cond[0]})"
+            worst = max((level.get(v, INVARIANT) for v in cond), default=INVARIANT)
+            if worst == POSITION and body.startswith("br i1 ") and \
+                    _DBG_STRIP.sub("", fn.defs.get(cond[0], "")).startswith("icmp "):
+                edges.append(cond[0])
+            elif worst != INVARIANT:
+                return f"a branch on a group-variant value ({cond[0]})", []
         elif body.startswith(("indirectbr", "invoke", "callbr")):
-            return f"unsupported control flow ({body.split()[0]})"
+            return f"unsupported control flow ({body.split()[0]})", []
         else:
             why = _call_problem(fn, body)
             if why:
-                return why
+                return why, []
     for ptr, length in tg_accesses:
         for v in _LOCAL.findall(ptr) + _LOCAL.findall(length):
-            if v in variant:
-                return f"a threadgroup address that depends on a group-variant value ({v})"
-    return ""
+            if level.get(v, INVARIANT) != INVARIANT:
+                return f"a threadgroup address that depends on a group-variant value ({v})", []
+    return "", sorted(set(edges))
 
 
 def _call_problem(fn: Function, body: str) -> str:
@@ -109,69 +118,79 @@ def _call_problem(fn: Function, body: str) -> str:
     return ""
 
 
-def _variant_values(fn: Function, written: set[int], writes_unknown: bool) -> set[str]:
+# How a value may differ between two groups of one shape: not at all, as a
+# function of the group's position only (`gid`, `n - gid`), or in any way
+# (read from memory the kernel writes, or at an address that depends on the
+# position: x[gid] is no function of gid the pass could follow).
+INVARIANT, POSITION, DATA = 0, 1, 2
+
+
+def _variant_values(fn: Function, written: set[int], writes_unknown: bool) -> dict[str, int]:
     """The SSA values of `fn` that may differ between two groups of one
-    shape (a fixed point: phis of loops see their back edges)."""
+    shape, with how (a fixed point: phis of loops see their back edges)."""
     defs = {name: _DBG_STRIP.sub("", text) for name, text in fn.defs.items()}
-    variant: set[str] = set()
+    level: dict[str, int] = {}
     changed = True
     while changed:
         changed = False
         for name, d in defs.items():
-            if name in variant:
-                continue
-            if _is_variant(fn, d, variant, written, writes_unknown):
-                variant.add(name)
+            new = _level(fn, d, level, written, writes_unknown)
+            if new > level.get(name, INVARIANT):
+                level[name] = new
                 changed = True
-    return variant
+    return level
 
 
-def _is_variant(fn: Function, d: str, variant: set[str], written: set[int], writes_unknown: bool) -> bool:
+def _level(fn: Function, d: str, level: dict[str, int], written: set[int], writes_unknown: bool) -> int:
+    def worst(text: str) -> int:
+        return max((level.get(v, INVARIANT) for v in _LOCAL.findall(text)), default=INVARIANT)
+
     op = d.split(None, 1)[0] if d else ""
     if op == "load":
         parts = _split_top(re.sub(r"^load\s+(atomic\s+)?(volatile\s+)?", "", d))
         if len(parts) < 2 or re.match(r"load\s+(atomic|volatile)", d):
-            return True
+            return DATA
         ptr = _operand_value(parts[1])
-        if any(v in variant for v in _LOCAL.findall(ptr)):
-            return True
-        return not _invariant_memory(fn, ptr, parts[0].strip(), written, writes_unknown)
+        if worst(ptr) != INVARIANT:
+            return DATA
+        return _memory_level(fn, ptr, parts[0].strip(), written, writes_unknown)
     if op in ("atomicrmw", "cmpxchg", "va_arg", "landingpad"):
-        return True
+        return DATA
     if op in ("call", "tail", "musttail", "notail"):
         try:
             c = parse_call(d)
         except Unsupported:
-            return True
+            return DATA
         name = _name(c.callee) if c.callee.startswith("@") else ""
         if name in _MARKERS:
-            return False  # object bases: the same object in every group
+            return INVARIANT  # object bases: the same object in every group
         if name.startswith("llvm.") and not re.match(r"llvm\.(memcpy|memmove|memset|read|experimental)", name):
-            return any(v in variant for _, arg in c.args for v in _LOCAL.findall(arg))
-        return True
+            return max((worst(arg) for _, arg in c.args), default=INVARIANT)
+        return DATA
     # Arithmetic, comparisons, casts, getelementptr, phi, select, vector and
-    # aggregate operations: variant when an operand is (block labels in a
-    # phi are not values, and never variant).
-    return any(v in variant for v in _LOCAL.findall(d))
+    # aggregate operations: as their worst operand (block labels in a phi
+    # are not values, and never variant).
+    return worst(d)
 
 
-def _invariant_memory(fn: Function, ptr: str, ty: str, written: set[int], writes_unknown: bool) -> bool:
-    """A load through `ptr` (an invariant address) reads the same in every
-    group: memory the kernel never writes, or the WiGroup outside the group's
-    position."""
+def _memory_level(fn: Function, ptr: str, ty: str, written: set[int], writes_unknown: bool) -> int:
+    """What a load through `ptr` (an invariant address) reads: the same in
+    every group from memory the kernel never writes and from the WiGroup's
+    and group record's shapes, the group's position from their position
+    fields, anything from the rest."""
     root = fn.root(ptr)
     if root.kind == "buf":
-        return root.index not in written and not writes_unknown
+        return INVARIANT if root.index not in written and not writes_unknown else DATA
     if root.kind == "glob":
-        return bool(re.search(r"\bconstant\b", fn.globals.get(_name(root.base), "")))
+        return INVARIANT if re.search(r"\bconstant\b", fn.globals.get(_name(root.base), "")) else DATA
     if root.kind in ("g", "groupinfo"):
         off = _record_offset(fn, ptr, root.kind)
         if off is None:
-            return False
+            return DATA
         size = fn.layout.store_size(ty) if ty else 8
         lo, hi = _GROUP_POSITION if root.kind == "g" else _GROUP_INFO_POSITION
-        return off + size <= lo or off >= hi
-    return False
+        return INVARIANT if off + size <= lo or off >= hi else POSITION
+    return DATA
 
 
 def _record_offset(fn: Function, ptr: str, kind: str) -> int | None:

@@ -86,7 +86,7 @@ class Dispatch(ctypes.Structure):
 
 
 TG_ARENA = 232448  # MK_MAX_CUDA_SHARED_MEMORY: the worker's threadgroup arena
-TG_ENTRY_SIZE = 24  # sizeof(chk::TgEntry)
+TG_ENTRY_SIZE = 32  # sizeof(chk::TgEntry)
 TG_SHADOW_ENTRIES = TG_ARENA // 4 + TG_ARENA // 2 + TG_ARENA  # chk::kTgShadowEntries
 _serial = itertools.count(1)
 

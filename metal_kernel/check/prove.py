@@ -6,6 +6,7 @@ no finding at all (then it runs in the ordinary build)."""
 from __future__ import annotations
 
 import ctypes
+import math
 from dataclasses import dataclass, field
 
 from .affine import Evaluator, Geometry, from_json
@@ -122,3 +123,102 @@ def stores_in_bounds(facts: dict, grid, group, ngroups, ptrs, sizes) -> bool:
         if not _inside(ev, lin, known, a, ptrs, spans):
             return False
     return True
+
+
+def group_kinds(facts: dict, grid, group, ngroups, ptrs, sizes, limit: int) -> list[int] | None:
+    """One group of each kind a dispatch has (linear indices, x fastest), or
+    None when there are more than `limit` kinds or the edge conditions
+    cannot be followed here. Groups of one kind behave alike in threadgroup
+    memory (check/invariant.py): the same shape (the last group along an
+    axis the grid does not divide is partial) and, for each edge condition
+    (`if (gid < n)`), the same outcome for every thread of the group. A group
+    where an edge condition goes both ways is a kind of its own."""
+    import numpy as np
+
+    if not facts.get("edges"):  # the shapes alone: the first group and the partial last ones
+        per_axis = [[0, ngroups[d] - 1] if group[d] and grid[d] % group[d] and ngroups[d] > 1 else [0]
+                    for d in range(3)]
+        return [x + ngroups[0] * (y + ngroups[1] * z) for z in per_axis[2] for y in per_axis[1] for x in per_axis[0]]
+    ev = Evaluator(Geometry(list(grid), list(group), list(ngroups)), _scalar(ptrs, sizes), facts.get("loops"))
+    # Per axis: one row of codes per group index (its shape, then each edge
+    # condition's outcome: 0 false, 1 true, 2 + t both ways).
+    codes = []
+    for d in range(3):
+        shape = np.zeros(ngroups[d], dtype=np.int64)
+        if group[d] and grid[d] % group[d]:
+            shape[-1] = 1  # the partial group
+        codes.append([shape])
+    for edge in facts.get("edges", []):
+        outcome = _edge_outcomes(ev, edge, grid, group, ngroups)
+        if outcome is None:
+            return None
+        d, row = outcome
+        if d >= 0:
+            codes[d].append(row)
+    per_axis = []
+    for d in range(3):
+        rows = np.stack(codes[d], axis=1)
+        mixed = np.nonzero((rows >= 2).any(axis=1))[0]  # a kind each
+        if len(mixed) > limit:
+            return None
+        key = (np.minimum(rows, 2) << np.arange(0, 2 * rows.shape[1], 2)).sum(axis=1)
+        key[mixed] = -1
+        first = {int(i) for i in mixed}
+        for k in np.nonzero(np.bincount(key[key >= 0]))[0]:
+            first.add(int(np.argmax(key == k)))
+        per_axis.append(sorted(first))
+    if math.prod(len(a) for a in per_axis) > limit:
+        return None
+    return [x + ngroups[0] * (y + ngroups[1] * z) for z in per_axis[2] for y in per_axis[1] for x in per_axis[0]]
+
+
+_HOLDS = {"ult": lambda v: v < 0, "slt": lambda v: v < 0, "ule": lambda v: v <= 0, "sle": lambda v: v <= 0,
+          "ugt": lambda v: v > 0, "sgt": lambda v: v > 0, "uge": lambda v: v >= 0, "sge": lambda v: v >= 0}
+
+
+def _edge_outcomes(ev: Evaluator, edge: dict, grid, group, ngroups):
+    """(axis, each group index's outcome code) of one edge condition, (-1,
+    None) when it does not depend on the group here, None when it cannot be
+    followed: not linear, over more than one axis's group index, or its
+    sides could wrap at the comparison's width."""
+    import numpy as np
+
+    sides = []
+    for key in ("lhs", "rhs"):
+        off = edge[key]
+        lin = ev.linear(from_json(off["poly"]))
+        if lin is None or not all(ev.in_range(from_json(p), lo, hi) for p, lo, hi in off["ranges"]):
+            return None
+        sides.append(lin)
+    bits, pred = edge["bits"], edge["pred"]
+    low, high = (-(1 << (bits - 1)), 1 << (bits - 1)) if pred[0] == "s" else (0, 1 << bits)
+    for lin in sides:
+        lo, hi = ev.extremes(lin)
+        if lo < low or hi >= high or max(-lo, hi) >= 1 << 62:  # (62: the arithmetic below is int64)
+            return None
+    form = dict(sides[0])
+    for k, v in sides[1].items():
+        form[k] = form.get(k, 0) - v
+    if any(k.startswith("iv:") for k in form):
+        return None  # a loop counter may start from the group's position (`for (i = gid; ...)`)
+    axes = [d for d in range(3) if form.get("t" + "xyz"[d], 0)]
+    if not axes:
+        return -1, None
+    if len(axes) > 1:
+        return None
+    d = axes[0]
+    a = form.pop("t" + "xyz"[d])
+    c = form.pop("", 0)
+    lo, hi = ev.extremes({k: v for k, v in form.items() if v}) if form else (0, 0)
+    t = np.arange(ngroups[d], dtype=np.int64)
+    v_lo, v_hi = c + a * t + lo, c + a * t + hi
+    if pred in ("eq", "ne"):
+        true_all, false_all = (v_lo == 0) & (v_hi == 0), (v_lo > 0) | (v_hi < 0)
+        if pred == "ne":
+            true_all, false_all = false_all, true_all
+    elif pred in _HOLDS:
+        holds = _HOLDS[pred]
+        true_all, false_all = holds(v_lo) & holds(v_hi), ~holds(v_lo) & ~holds(v_hi)
+    else:
+        return None
+    return d, np.where(true_all, 1, np.where(false_all, 0, 2 + t))

@@ -6,9 +6,10 @@ A dispatch inside ``check()`` runs
 1. once in the checked build (check/build.py) with every tool on, in the
    default order: memcheck, racecheck, initcheck and synccheck record what
    they see (mk/check.h, mk/workitem.h). A kernel whose threadgroup memory
-   behaves alike in every group of one shape (check/invariant.py) checks it
-   in one group per shape, and the others too only if that one found
-   something there (``_instrumented_run``);
+   behaves alike in every group of one kind (one shape, the same outcome of
+   each edge condition: check/invariant.py, prove.py group_kinds) checks it
+   in one group of each kind, and the others too only if those found
+   something (``_instrumented_run``);
 2. ``schedules - 1`` more times in the ordinary build, each under another
    legal schedule: threadgroups reversed or shuffled, the simdgroups between
    two synchronisation points reversed or shuffled, one worker or all of
@@ -37,7 +38,7 @@ from ..runtime.native import ORDER_DEFAULT, ORDER_REVERSE, ORDER_SHUFFLE
 from . import native as N
 from .decode import Decoder, Geometry
 from .guarded import GuardedBuffers
-from .prove import prove
+from .prove import group_kinds, prove
 from .report import Finding, Report
 
 ALL_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -164,7 +165,9 @@ class Session:
             # every group: not so when a written one shares its memory.
             invariant = facts.get("tg_invariant") and not any(
                 _overlap(spans[i], spans[w]) for i in range(len(spans)) if i not in written for w in written)
-            self._instrumented_run(kernel, ck, launch, b, state, invariant, proof, grid, group, ngroups,
+            reps = group_kinds(facts, grid, group, ngroups, b.ptrs, b.sizes, N.MAX_REPS) \
+                if invariant and use_representatives() else None
+            self._instrumented_run(kernel, ck, launch, b, state, reps, proof, grid, group, ngroups,
                                    threadgroup_memory, timeout_ms)
         except KernelError as e:
             failure = e
@@ -191,17 +194,16 @@ class Session:
             raise failure
         return None
 
-    def _instrumented_run(self, kernel, ck, launch, b, state, invariant, proof, grid, group, ngroups, threadgroup_memory,
+    def _instrumented_run(self, kernel, ck, launch, b, state, reps, proof, grid, group, ngroups, threadgroup_memory,
                           timeout_ms):
         """The checked build's run. A kernel whose threadgroup memory behaves
-        alike in every group of one shape (check/invariant.py) runs its
-        representatives first. When they found nothing and made no silent
+        alike in every group of one kind (check/invariant.py) runs `reps`, one
+        group of each kind (prove.py group_kinds), first. When they found nothing and made no silent
         threadgroup store, the other groups' threadgroup checks (and barrier
         checks) would find nothing either: those groups run with them off, or,
         when nothing else in them can go wrong either (`proof.device`), in the
         ordinary build. Otherwise they run checked whole: the findings are the
         same either way."""
-        reps = representatives(grid, group, ngroups) if invariant and use_representatives() else []
         if not reps or len(reps) >= math.prod(ngroups):
             ck._run(launch, b, timeout_ms, replay=False)
             return
@@ -276,18 +278,6 @@ class _Copies:
 
     def __init__(self, guarded: GuardedBuffers, b):
         self.ptrs, self.sizes, self.names, self.keep = guarded.ptrs, guarded.sizes, b.names, [guarded]
-
-
-def representatives(grid, group, ngroups) -> list[int]:
-    """One group of each shape a dispatch has (linear indices, x fastest):
-    the first, and in each dimension whose grid is not a multiple of the
-    group, the last (a partial group)."""
-    per_dim = []
-    for d in range(3):
-        last = ngroups[d] - 1
-        partial = group[d] and grid[d] % group[d]
-        per_dim.append([0, last] if partial and last > 0 else [0])
-    return [x + ngroups[0] * (y + ngroups[1] * z) for z in per_dim[2] for y in per_dim[1] for x in per_dim[0]]
 
 
 def use_representatives() -> bool:

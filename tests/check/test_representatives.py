@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import metal_kernel
-from metal_kernel.check.session import checked_library, representatives
+from metal_kernel.check.prove import group_kinds
+from metal_kernel.check.session import checked_library
 
 SRC = """#include <metal_stdlib>
 using namespace metal;
@@ -68,8 +69,8 @@ kernel void neighbour(device const float* x [[buffer(0)]], device float* out [[b
   if (lid + 1 < 64) v += buf[lid + 1];
   out[gid] = v;
 }
-// A branch on the global position: the last group may differ from the
-// others even when it is full (n need not be a multiple of the group).
+// A branch on the global position (an edge condition): the group holding
+// n differs from the others even when it is full.
 kernel void guarded_by_the_grid(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
                                 constant uint& n [[buffer(2)]], uint gid [[thread_position_in_grid]],
                                 uint lid [[thread_position_in_threadgroup]]) {
@@ -87,6 +88,61 @@ kernel void flag_alias(device const uint* flag [[buffer(0)]], device uint* out [
   else if (lid == 0) slot[0] = 1;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   if (lid == 0) out[tg] = tg == 0 ? 7 : slot[0];
+}
+// Threads past n write nothing; the group holding n reads what they did not
+// write.
+kernel void short_last_group(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                             constant uint& n [[buffer(2)]], uint gid [[thread_position_in_grid]],
+                             uint lid [[thread_position_in_threadgroup]]) {
+  threadgroup float buf[64];
+  if (gid < n) buf[lid] = x[gid];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[gid] = buf[63 - lid];
+}
+// Groups wholly past n race; the others are clean.
+kernel void race_past_n(device float* out [[buffer(0)]], constant uint& n [[buffer(1)]],
+                        uint gid [[thread_position_in_grid]], uint lid [[thread_position_in_threadgroup]],
+                        uint tg [[threadgroup_position_in_grid]]) {
+  threadgroup float slot[64];
+  if (gid >= n) slot[0] = float(lid);  // BUG past n
+  else slot[lid] = 1.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (lid == 0) out[tg] = slot[0];
+}
+// A condition over both axes of the grid: no kinds the pass can count.
+kernel void diagonal(device float* out [[buffer(0)]], constant uint& n [[buffer(1)]],
+                     uint2 gid [[thread_position_in_grid]], uint2 lid [[thread_position_in_threadgroup]],
+                     uint2 tg [[threadgroup_position_in_grid]]) {
+  threadgroup float slot[64];
+  if (gid.x + gid.y == n) slot[0] = float(lid.x);  // BUG on the diagonal
+  else slot[lid.y * 8 + lid.x] = 1.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (lid.x == 0 && lid.y == 0) out[tg.y * 8 + tg.x] = slot[0];
+}
+// A loop counter that starts at the thread's global position: with n = 900
+// and 256 threads, threads below 132 take 4 trips and the others 3, so the
+// barrier in the loop diverges in group 2 only.
+kernel void strided_from_gid(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                             constant uint& n [[buffer(2)]], uint gid [[thread_position_in_grid]],
+                             uint lid [[thread_position_in_threadgroup]], uint tg [[threadgroup_position_in_grid]]) {
+  threadgroup float acc[64];
+  acc[lid] = 0.0f;
+  for (uint i = gid; i < n; i += 256) {
+    acc[lid] += x[i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);  // BUG where the trips differ within a group
+  }
+  if (lid == 0) out[tg] = acc[0];
+}
+// Thread 0 rewrites slot 1, which thread 5 reads in the same epoch: a race
+// wherever x's first element of the group is not 1 (elsewhere the store
+// leaves the slot as it was, and is no access).
+kernel void silent_then_read(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                             uint gid [[thread_position_in_grid]], uint lid [[thread_position_in_threadgroup]]) {
+  threadgroup float slot[64];
+  slot[lid] = 1.0f;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (lid == 0) slot[1] = x[gid];  // BUG where x[gid] != 1
+  out[gid] = lid == 5 ? slot[1] : 0.0f;
 }
 // A race in every group, and a loop bound from a read-only scalar.
 kernel void race_everywhere(device float* out [[buffer(0)]], constant uint& reps [[buffer(1)]],
@@ -135,8 +191,9 @@ def _summary(report) -> list[tuple]:
 
 
 @pytest.mark.parametrize("name,invariant", [
-    ("tree_sum", True), ("race_in_one_group", False), ("same_slot", True), ("index_from_data", False),
-    ("neighbour", True), ("race_everywhere", True), ("guarded_by_the_grid", False)])
+    ("tree_sum", True), ("race_in_one_group", True), ("same_slot", True), ("index_from_data", False),
+    ("neighbour", True), ("race_everywhere", True), ("guarded_by_the_grid", True), ("short_last_group", True),
+    ("race_past_n", True), ("diagonal", True), ("silent_then_read", True)])
 def test_the_analysis_accepts_only_group_invariant_threadgroup_behaviour(lib, name, invariant):
     assert bool(_facts(lib, name).get("tg_invariant")) is invariant
 
@@ -181,6 +238,16 @@ def test_equal_stores_in_the_representative_do_not_hide_a_race_elsewhere(lib):
     assert races and {f.threadgroup for f in races} == {(2, 0, 0)}, str(report)
 
 
+def test_a_silent_store_another_thread_then_reads_does_not_hide_the_race_elsewhere(lib):
+    x = np.ones(6 * 64, np.float32)
+    x[3 * 64] = 2.0  # group 3's thread 0 stores a new value
+    out = np.full(x.size, np.nan, np.float32)
+    report = _check(lambda: lib.silent_then_read(x, out, threads=x.size, group_size=64))
+    assert report.by_representatives == 0
+    races = [f for f in report.findings if f.kind == "race"]
+    assert races and {f.threadgroup for f in races} == {(3, 0, 0)}, str(report)
+
+
 def test_a_threadgroup_index_from_the_data_is_checked_in_every_group(lib):
     idx = np.zeros(4 * 64, np.uint32)
     idx[3 * 64 + 9] = 64  # one past the array, in group 3
@@ -208,6 +275,38 @@ def test_a_read_only_buffer_that_shares_memory_with_a_written_one_is_not_taken_a
     assert any(f.kind == "race" and f.address_space == "threadgroup" for f in report.findings), str(report)
 
 
+def test_edge_conditions_make_kinds_of_groups_and_each_kind_is_checked(lib):
+    x = np.ones(64 * 10, np.float32)
+    # n a multiple of the group: every group takes `gid < n` whole.
+    out = np.full(x.size, np.nan, np.float32)
+    report = _check(lambda: lib.guarded_by_the_grid(x, out, np.uint32(x.size), threads=x.size, group_size=64))
+    assert report.ok and report.by_representatives == 1, str(report)
+    # n inside group 6: it reads slots its threads past n never wrote.
+    report = _check(lambda: lib.short_last_group(x, out, np.uint32(6 * 64 + 10), threads=x.size, group_size=64))
+    uninit = [f for f in report.findings if f.kind == "uninit"]
+    assert uninit and {f.threadgroup for f in uninit} == {(6, 0, 0)}, str(report)
+    # Groups 7 to 9 are wholly past n and race; groups 0 to 6 are clean.
+    out = np.full(10, np.nan, np.float32)
+    report = _check(lambda: lib.race_past_n(out, np.uint32(7 * 64), threads=x.size, group_size=64))
+    races = [f for f in report.findings if f.kind == "race"]
+    assert races and {f.threadgroup for f in races} <= {(7, 0, 0), (8, 0, 0), (9, 0, 0)}, str(report)
+
+
+def test_a_loop_counter_starting_at_gid_is_not_taken_for_a_constant(lib):
+    x = np.ones(900, np.float32)
+    out = np.full(4, np.nan, np.float32)
+    report = _check(lambda: lib.strided_from_gid(x, out, np.uint32(900), threads=256, group_size=64))
+    assert report.findings and {f.threadgroup for f in report.findings} == {(2, 0, 0)}, str(report)
+    assert {f.kind for f in report.findings} == {"divergence"}
+
+
+def test_a_condition_over_two_axes_falls_back_to_checking_every_group(lib):
+    out = np.full(64, np.nan, np.float32)
+    report = _check(lambda: lib.diagonal(out, np.uint32(45), threads=(64, 64), group_size=(8, 8)))
+    assert report.by_representatives == 0
+    assert any(f.kind == "race" and f.address_space == "threadgroup" for f in report.findings), str(report)
+
+
 def test_a_race_in_every_group_reads_the_same_with_the_shortcut_off(lib):
     def run():
         out = np.full(16, np.nan, np.float32)
@@ -226,4 +325,4 @@ def test_a_race_in_every_group_reads_the_same_with_the_shortcut_off(lib):
 ])
 def test_representatives_are_one_group_per_shape(grid, group, expect):
     ngroups = [-(-g // s) for g, s in zip(grid, group)]
-    assert representatives(list(grid), list(group), ngroups) == expect
+    assert group_kinds({}, list(grid), list(group), ngroups, [], [], 8) == expect

@@ -108,8 +108,9 @@ static_assert(sizeof(DevEntry) == 24, "mirrored in check/native.py");
 struct TgEntry {
   uint64_t w, r;  // gen << 32 | epoch << 16 | thread + 1 (or a reader tag)
   uint16_t wc, rc, ws, rs;
+  uint64_t sw;    // the last silent store (same stamp), representatives only (Dispatch::phase)
 };
-static_assert(sizeof(TgEntry) == 24, "24 bytes");
+static_assert(sizeof(TgEntry) == 32, "mirrored in check/native.py");
 
 struct Buffer {
   uint64_t lo, size;
@@ -416,12 +417,26 @@ __attribute__((always_inline)) inline void tg_access_now(Group* G, uint64_t a, u
   const uint64_t gen = uint64_t(G->gen) << 32;
   const uint64_t now = gen | (uint64_t(G->tg_epoch) << 16);  // this epoch of this group
   bool all_uninit = true;
+  // A representative group's silent stores (no access for racecheck: the
+  // values made them so) must not hide from the other groups, whose values
+  // differ, a race they would be part of: one that touches a silent store's
+  // bytes, or that a silent store would make as a write, counts as a
+  // threadgroup event (every group is then checked whole).
+  const bool rep = G->d->phase == PHASE_REPS;
   for (uint64_t k = first; k <= last; ++k) {
     TgEntry& E = table[k];
     const uint64_t W = E.w;
+    if (rep && (E.sw & ~uint64_t(0xffff)) == now && uint16_t(E.sw) != l)
+      __atomic_fetch_add(&G->d->tg_events, 1, __ATOMIC_RELAXED);
     if ((W & ~uint64_t(0xffffffff)) == gen) all_uninit = false;  // written in this group
     if ((info & A_SILENT) && (W & ~uint64_t(0xffffffff)) == gen) {  // rewrites what this group wrote
-      if (G->d->phase) __atomic_fetch_add(&G->d->tg_events, 1, __ATOMIC_RELAXED);
+      if (rep) {
+        const uint64_t R = E.r;
+        if (((W & ~uint64_t(0xffff)) == now && uint16_t(W) != l) ||
+            ((R & ~uint64_t(0xffff)) == now && uint16_t(R) && uint16_t(R) != l))
+          __atomic_fetch_add(&G->d->tg_events, 1, __ATOMIC_RELAXED);
+        E.sw = now | l;
+      }
       continue;
     }
     if (info & A_ATOMIC) {  // exempt from races; it initialises
