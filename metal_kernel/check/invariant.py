@@ -1,7 +1,7 @@
 """Whether a kernel's threadgroup memory behaves alike in every threadgroup
-of one size: then the threadgroup checks of a few representative groups
-stand for all the others (check/session.py runs the rest with those checks
-off, mk/check.h Dispatch::phase).
+of one kind: then the threadgroup checks of one group of each kind stand for
+all the others (check/session.py runs the rest with those checks off,
+mk/check.h Dispatch::phase).
 
 Threadgroup memory is private to a group, so its findings (out of bounds,
 races, uninitialised reads) come from what one group does alone: which of
@@ -10,12 +10,15 @@ barriers. That is a function of the thread's position in its group and of
 values every group sees alike, unless something group-specific steers it:
 the group's position (``threadgroup_position_in_grid``, ``gid``), or a value
 read from memory that differs between groups. This pass follows such
-*group-variant* values through the per-thread function's SSA graph and
-accepts the kernel when
+*group-variant* values through the per-thread function's SSA graph, telling
+apart those that are functions of the group's position only (POSITION) from
+those read from memory (DATA), and accepts the kernel when
 
-- every branch and switch condition is group-invariant (so every group runs
-  the same control flow, barriers and simd functions included, thread by
-  thread);
+- every branch and switch condition is group-invariant, or is an *edge
+  condition*: a comparison (a `br` on an `icmp`) of POSITION values, such as
+  `gid < n` (check/prove.py group_kinds sorts a dispatch's groups by the
+  outcome each edge condition has for all, none or some of their threads,
+  from its polynomials; instrument.py records them);
 - every threadgroup access's address (and a memory copy's length) is
   group-invariant;
 - no access goes through a pointer of unknown origin (it might be
@@ -23,18 +26,18 @@ accepts the kernel when
   threadgroup pointer.
 
 Group-invariant sources: the thread's position in its group, the group's
-shape (a partial group at the grid's edge has another: check/session.py takes
-one representative per shape), the grid's, constants, and loads at invariant
-addresses from memory the kernel never writes (its read-only buffers and
-program-scope constants). Everything else loaded is group-variant: device
-memory the kernel writes, threadgroup and private memory (simd results come
-back through private memory), atomics.
+shape (a partial group at the grid's edge is a kind of its own), the grid's,
+constants, and loads at invariant addresses from memory the kernel never
+writes (its read-only buffers and program-scope constants). Everything else
+loaded is DATA: device memory the kernel writes, threadgroup and private
+memory (simd results come back through private memory), atomics, and any
+load at a group-variant address (x[gid] is no function of gid to follow).
 
 The values a group stores are not followed: they differ, and a store that
-leaves memory as it was is no access for racecheck (mk/check.h *_st). The
-host therefore uses the representatives' verdict only when they made no such
-store and found nothing in threadgroup memory; otherwise every group is
-checked whole, as without this pass.
+leaves memory as it was is no access for racecheck (mk/check.h *_st). In the
+representatives such a store that another thread's access touches in the
+same epoch, or that would race as a write, sends every group to be checked
+whole (mk/check.h TgEntry::sw), as does any finding of theirs.
 """
 
 from __future__ import annotations
