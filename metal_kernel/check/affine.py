@@ -106,6 +106,7 @@ class Offset:
 
 
 _INT = re.compile(r"^i(\d+)$")
+_META = re.compile(r",\s*!\w+ !\d+")  # metadata attachments (!tbaa, !range ...)
 
 
 class Analysis:
@@ -146,7 +147,7 @@ class Analysis:
         d = self.defs.get(v)
         if d is None:
             return None
-        d = re.sub(r",\s*!\w+ !\d+", "", d)
+        d = _META.sub("", d)
         words = d.split()
         op = words[0]
         if op in ("add", "sub", "mul", "shl", "or"):
@@ -171,16 +172,6 @@ class Analysis:
         half = self._half(d)
         if half is not None:
             return half
-        if op == "and":
-            # The low word of two WiGroup fields loaded as one i64 (the
-            # optimiser merges threadgroup_position.x and .y): the first field.
-            m = re.match(r"and\s+i64\s+(%[-\w.$]+),\s*4294967295$", d)
-            inner = self.value(m.group(1)) if m else None
-            if inner is not None and len(inner[0]) == 1:
-                (mono, c), = inner[0].items()
-                if c == 1 and len(mono) == 1 and mono[0].startswith("g64:"):
-                    return sym("g:" + mono[0][4:]), inner[1]
-            return None
         if op in ("zext", "sext", "trunc"):
             m = re.match(r"\w+\s+(?:(?:nneg|nuw|nsw)\s+)*(\S+)\s+(\S+)\s+to\s+(\S+)", d)
             if not m:
@@ -207,10 +198,9 @@ class Analysis:
         return None
 
     def _half(self, d: str) -> tuple | None:
-        """One i32 of two packed into an i64 (`bitcast <2 x i32> <x, y> to
-        i64`: the optimiser packs the thread's x and y so): the low word
-        through `trunc` or `and 0xffffffff`, the high one through `lshr 32`
-        (and a `trunc` of that)."""
+        """One i32 of two packed into an i64 (`_word`): the low word through
+        `trunc` or `and 0xffffffff`, the high one through `lshr 32` (and a
+        `trunc` of that)."""
         m = (re.match(r"trunc\s+(?:(?:nuw|nsw)\s+)*i64\s+(%[-\w.$]+)\s+to\s+i32$", d)
              or re.match(r"and\s+i64\s+(%[-\w.$]+),\s*4294967295$", d)
              or re.match(r"lshr\s+(?:exact\s+)?i64\s+(%[-\w.$]+),\s*32$", d))
@@ -219,27 +209,38 @@ class Analysis:
         high = d.startswith("lshr")
         src = m.group(1)
         if d.startswith("trunc"):
-            inner = re.sub(r",\s*!\w+ !\d+", "", self.defs.get(src, ""))
-            s = re.match(r"lshr\s+(?:exact\s+)?i64\s+(%[-\w.$]+),\s*32$", inner)
+            s = re.match(r"lshr\s+(?:exact\s+)?i64\s+(%[-\w.$]+),\s*32$", _META.sub("", self.defs.get(src, "")))
             if s:
                 src, high = s.group(1), True
-        halves = self._packed(src)
-        if halves is None:
-            return None
-        part = self.value(halves[high])
+        part = self._word(src, high)
         if part is None:
             return None
         return part[0], part[1] + ([] if d.startswith("trunc") else [(part[0], 0, 1 << 32)])
 
+    def _word(self, v: str, high: bool) -> tuple | None:
+        """The low or high i32 of i64 `v` when it packs two: `bitcast <2 x
+        i32> <x, y> to i64` (the optimiser packs the thread's x and y so), or
+        two adjacent WiGroup fields loaded as one (threadgroup_position.x and
+        .y: the symbol g64:<offset>)."""
+        lanes = self._packed(v)
+        if lanes is not None:
+            return self.value(lanes[high])
+        inner = self.value(v)
+        if inner is not None and len(inner[0]) == 1:
+            (mono, c), = inner[0].items()
+            if c == 1 and len(mono) == 1 and mono[0].startswith("g64:"):
+                return sym(f"g:{int(mono[0][4:]) + 4 * high}"), []
+        return None
+
     def _packed(self, v: str) -> tuple[str, str] | None:
         """(low, high) of `v = bitcast <2 x i32> <low, high> to i64`."""
-        d = re.sub(r",\s*!\w+ !\d+", "", self.defs.get(v, ""))
+        d = _META.sub("", self.defs.get(v, ""))
         m = re.match(r"bitcast\s+<2 x i32>\s+(%[-\w.$]+)\s+to\s+i64$", d)
         lanes: dict[int, str] = {}
         vec = m.group(1) if m else None
         while vec is not None and len(lanes) < 2:
             e = re.match(r"insertelement\s+<2 x i32>\s+(\S+),\s*i32\s+(\S+),\s*i(?:32|64)\s+([01])$",
-                         re.sub(r",\s*!\w+ !\d+", "", self.defs.get(vec, "")))
+                         _META.sub("", self.defs.get(vec, "")))
             if not e:
                 return None
             lanes.setdefault(int(e.group(3)), e.group(2))
@@ -277,7 +278,7 @@ class Analysis:
         m = re.match(r"br i1 (%[-\w.$]+), label (%[-\w.$]+), label (%[-\w.$]+)", term or "")
         if not m:
             return None
-        cond = re.sub(r",\s*!\w+ !\d+", "", self.defs.get(m.group(1), ""))
+        cond = _META.sub("", self.defs.get(m.group(1), ""))
         c = re.match(r"icmp (eq|ne) i\d+ (%[-\w.$]+), 0$", cond)
         if not c or (m.group(2) if c.group(1) == "eq" else m.group(3)) != block or m.group(2) == m.group(3):
             return None
@@ -342,7 +343,7 @@ class Analysis:
             d = self.defs.get(ptr)
             if d is None or not d.startswith("getelementptr"):
                 return ptr, (total, ranges)
-            step = self._gep(re.sub(r",\s*!\w+ !\d+", "", d))
+            step = self._gep(_META.sub("", d))
             if step is None:
                 return None
             base, (p, r) = step

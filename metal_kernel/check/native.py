@@ -170,10 +170,6 @@ class DispatchState:
             for i, g in enumerate(reps):
                 self.d.reps[i] = g
 
-    @property
-    def tg_events(self) -> int:
-        return self.d.tg_events
-
     def set_tools(self, tools: int):
         self.d.tools = tools
 

@@ -65,8 +65,8 @@ class Report:
     dispatches: int = 0
     proven: int = 0  # dispatches proven unable to go wrong before they ran (check/prove.py)
     unchecked: int = 0  # dispatches that ran unchecked (the notes say why)
-    # dispatches whose threadgroup memory was checked in one group per shape
-    # (check/invariant.py): the others could find nothing there
+    # dispatches whose threadgroup memory was checked in one group of each
+    # kind (check/invariant.py): the others could find nothing there
     by_representatives: int = 0
     tools: tuple[str, ...] = ()
     schedules: int = 0
@@ -78,7 +78,7 @@ class Report:
     def __str__(self) -> str:
         lines = [f"{PREFIX}METAL-KERNEL CHECK ({', '.join(self.tools)}; {self.schedules} schedule(s) per "
                  f"dispatch; {self.dispatches} dispatch(es), {self.proven} proven safe before running"
-                 + (f", {self.by_representatives} with threadgroup memory checked in one group per shape"
+                 + (f", {self.by_representatives} with threadgroup memory checked in one group of each kind"
                     if self.by_representatives else "")
                  + (f", {self.unchecked} not checked" if self.unchecked else "") + ")"]
         for f in self.findings:

@@ -153,20 +153,20 @@ class Session:
         launch.check = state.address
         # The schedule runs work on guarded copies made before the first run
         # (the originals then hold the first run's results).
-        # Read-only buffers proven in bounds need no fenced copy, unless they
-        # share memory with a written one (the first run changes that memory).
-        in_place = {i for i in proof.inside - written
-                    if not any(_overlap(spans[i], spans[w]) for w in written)}
+        # Buffers the kernel only reads but that share memory with one it
+        # writes: the first run changes them.
+        aliased = {i for i in range(len(spans)) if i not in written
+                   and any(_overlap(spans[i], spans[w]) for w in written)}
+        # Read-only buffers proven in bounds need no fenced copy.
+        in_place = proof.inside - written - aliased
         guarded = GuardedBuffers(b.ptrs, spans, in_place) if len(self.schedules) > 1 else None
         pristine = {i: guarded.copies[i].read() for i in written} if guarded else {}
+        # The analysis takes a buffer the kernel never writes as the same for
+        # every group: not so when it is aliased.
+        reps = group_kinds(facts, grid, group, ngroups, b.ptrs, b.sizes, N.MAX_REPS) \
+            if facts.get("tg_invariant") and not aliased and use_representatives() else None
         failure = None
         try:
-            # The analysis takes a buffer the kernel never writes as the same for
-            # every group: not so when a written one shares its memory.
-            invariant = facts.get("tg_invariant") and not any(
-                _overlap(spans[i], spans[w]) for i in range(len(spans)) if i not in written for w in written)
-            reps = group_kinds(facts, grid, group, ngroups, b.ptrs, b.sizes, N.MAX_REPS) \
-                if invariant and use_representatives() else None
             self._instrumented_run(kernel, ck, launch, b, state, reps, proof, grid, group, ngroups,
                                    threadgroup_memory, timeout_ms)
         except KernelError as e:
@@ -198,18 +198,19 @@ class Session:
                           timeout_ms):
         """The checked build's run. A kernel whose threadgroup memory behaves
         alike in every group of one kind (check/invariant.py) runs `reps`, one
-        group of each kind (prove.py group_kinds), first. When they found nothing and made no silent
-        threadgroup store, the other groups' threadgroup checks (and barrier
-        checks) would find nothing either: those groups run with them off, or,
-        when nothing else in them can go wrong either (`proof.device`), in the
-        ordinary build. Otherwise they run checked whole: the findings are the
-        same either way."""
+        group of each kind (prove.py group_kinds), first. When they found
+        nothing and none of their silent threadgroup stores could hide a race
+        (`tg_events`, mk/check.h), the other groups' threadgroup checks would
+        find nothing either: those groups run with them off, or, when nothing
+        else in them can go wrong either (`proof.device`), in the ordinary
+        build. Otherwise they run checked whole: the findings are the same
+        either way."""
         if not reps or len(reps) >= math.prod(ngroups):
             ck._run(launch, b, timeout_ms, replay=False)
             return
         state.set_phase(N.PHASE_REPS, reps)
         ck._run(launch, b, timeout_ms, replay=False)
-        if state.tg_events or state.d.total:
+        if state.d.tg_events or state.d.total:
             state.set_phase(N.PHASE_OTHERS)
             ck._run(launch, b, timeout_ms, replay=False)
             return

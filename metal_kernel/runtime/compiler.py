@@ -392,14 +392,17 @@ class CompiledLibrary:
             self._unit_checks[name] = got
         return got
 
+    def _store_facts_path(self, symbol: int) -> Path:
+        return self.objects / f"{self.key}.k{symbol}.facts.json"
+
     def has_store_facts(self, symbol: int) -> bool:
-        return (self.objects / f"{self.key}.k{symbol}.facts.json").exists()
+        return self._store_facts_path(symbol).exists()
 
     def store_facts(self, symbol: int) -> dict:
         """Kernel `symbol`'s dispatch facts (check/build.py kernel_facts:
         its stores as offset polynomials), compiled once and cached beside
         the library; runtime/store_guard.py proves dispatches with them."""
-        path = self.objects / f"{self.key}.k{symbol}.facts.json"
+        path = self._store_facts_path(symbol)
         try:
             return json.loads(path.read_text())
         except (OSError, ValueError):

@@ -1,6 +1,7 @@
-"""Threadgroup memory checked in one group per shape (check/invariant.py,
-check/session.py _instrumented_run): a kernel whose threadgroup accesses
-and control flow cannot differ between groups of one shape has its
+"""Threadgroup memory checked in one group of each kind (check/invariant.py,
+check/prove.py group_kinds, check/session.py _instrumented_run): a kernel
+whose threadgroup accesses and control flow cannot differ between groups
+of one kind (one shape, the same outcome of each edge condition) has its
 threadgroup checks made in representative groups only. Every case below is
 a bug the shortcut could hide if it were wrong: each must still be found,
 and the same findings must come out with the shortcut off."""
@@ -203,7 +204,7 @@ def test_a_clean_reduction_checks_threadgroup_memory_in_one_group_and_stays_righ
     out = np.full(40, np.nan, np.float32)
     report = _check(lambda: lib.tree_sum(x, out, threads=x.size, group_size=64))
     assert report.ok, str(report)
-    assert report.by_representatives == 1 and "one group per shape" in str(report)
+    assert report.by_representatives == 1 and "one group of each kind" in str(report)
     np.testing.assert_allclose(out, x.reshape(40, 64).sum(1), rtol=1e-5)
 
 
@@ -226,26 +227,21 @@ def test_a_race_in_one_group_only_is_found_there(lib):
     assert races and all(f.threadgroup == (3, 0, 0) for f in races), str(report)
 
 
-def test_equal_stores_in_the_representative_do_not_hide_a_race_elsewhere(lib):
+@pytest.mark.parametrize("kernel,groups,size,changed,group", [
     # Group 0 stores one value from every thread (silent stores: no race
     # there); group 2's threads store different values.
-    x = np.ones(4 * 32, np.float32)
-    x[2 * 32 + 5] = 7.0
-    out = np.full(4, np.nan, np.float32)
-    report = _check(lambda: lib.same_slot(x, out, threads=x.size, group_size=32))
-    assert report.by_representatives == 0
-    races = [f for f in report.findings if f.kind == "race"]
-    assert races and {f.threadgroup for f in races} == {(2, 0, 0)}, str(report)
-
-
-def test_a_silent_store_another_thread_then_reads_does_not_hide_the_race_elsewhere(lib):
-    x = np.ones(6 * 64, np.float32)
-    x[3 * 64] = 2.0  # group 3's thread 0 stores a new value
+    ("same_slot", 4, 32, 2 * 32 + 5, 2),
+    # Group 0's thread 0 rewrites slot 1 with what it holds before thread 5
+    # reads it; group 3's stores a new value.
+    ("silent_then_read", 6, 64, 3 * 64, 3)])
+def test_silent_stores_in_the_representative_do_not_hide_a_race_elsewhere(lib, kernel, groups, size, changed, group):
+    x = np.ones(groups * size, np.float32)
+    x[changed] = 7.0
     out = np.full(x.size, np.nan, np.float32)
-    report = _check(lambda: lib.silent_then_read(x, out, threads=x.size, group_size=64))
+    report = _check(lambda: getattr(lib, kernel)(x, out, threads=x.size, group_size=size))
     assert report.by_representatives == 0
     races = [f for f in report.findings if f.kind == "race"]
-    assert races and {f.threadgroup for f in races} == {(3, 0, 0)}, str(report)
+    assert races and {f.threadgroup for f in races} == {(group, 0, 0)}, str(report)
 
 
 def test_a_threadgroup_index_from_the_data_is_checked_in_every_group(lib):

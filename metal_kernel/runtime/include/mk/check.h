@@ -131,7 +131,7 @@ struct Record {
 static_assert(sizeof(Record) == 72, "mirrored in check/native.py");
 
 constexpr uint32_t kDedupSlots = 4096;
-constexpr uint32_t kMaxReps = 8;  // one group per shape: a partial group in x, y, z
+constexpr uint32_t kMaxReps = 8;  // representatives: one group of each kind (check/prove.py group_kinds)
 
 struct Group;
 
@@ -180,14 +180,14 @@ struct alignas(8) Dispatch {
   uint32_t next_state;  // atomic: the next free state
   uint64_t serial;      // unique per dispatch in the process
   // Kernels whose threadgroup behaviour is the same in every group of one
-  // shape (check/invariant.py) run in two launches: the representatives
-  // (one group per shape, `reps`) checked whole, then the others, with their
-  // threadgroup checks off when the representatives made no threadgroup
-  // finding and no silent threadgroup store (`tg_events`).
+  // kind (check/invariant.py) run in two launches: the representatives (one
+  // group of each kind, `reps`) checked whole, then the others, with their
+  // threadgroup checks off when the representatives found nothing and
+  // none of their silent threadgroup stores could hide a race (`tg_events`).
   uint32_t phase;       // PHASE_*
   uint32_t nreps;
   uint32_t reps[kMaxReps];
-  uint32_t tg_events;   // atomic: threadgroup findings and silent stores
+  uint32_t tg_events;   // atomic: the representatives' silent stores that could hide a race
 };
 
 enum : uint32_t {
@@ -240,8 +240,6 @@ inline uint64_t fmix(uint64_t k) {
 __attribute__((noinline, cold)) inline void report(Group* G, const Record& r) {
   Dispatch* d = G->d;
   __atomic_fetch_add(&d->total, 1, __ATOMIC_RELAXED);
-  if ((r.object & 0xffff0000u) == O_TG || (r.object & 0xffff0000u) == O_TGPARAM)
-    __atomic_fetch_add(&d->tg_events, 1, __ATOMIC_RELAXED);
   const uint64_t key = (uint64_t(r.kind) << 56) ^ (uint64_t(r.site) << 32) ^ (uint64_t(r.other_site) << 12) ^
                        uint64_t(r.object) ^ (uint64_t(r.access & 0xff) << 48);
   uint64_t h = fmix(key) % kDedupSlots;
