@@ -13,6 +13,9 @@ as a polynomial over
                    constant offset and never writes (`constant uint& n`)
     iv:<i>         the induction variable of counted loop i
                    (check/loops.py), an interval at a dispatch
+    bd:<i>         a value bounded by bit arithmetic with a constant
+                   (`lid / 32`, `lane & 3`, `x % 8`): record i of `bounded`,
+                   an interval at a dispatch
 
 with integer coefficients, or for None when the offset is not such a
 polynomial (a value loaded from memory, `%`, `&`, a loop counter
@@ -40,6 +43,11 @@ from ..runtime.ir import _split_top, parse_type
 from .loops import Blocks, counted_loop
 
 Poly = dict  # tuple[str, ...] (sorted symbols) -> int
+
+# Symbols that stand for an interval of values at a dispatch rather than one
+# value per thread: a loop counter walks its range, a bounded value covers
+# its interval; neither names the thread that makes an access.
+INTERVAL_SYMBOLS = ("iv:", "bd:")
 
 MAX_DEGREE = 3
 
@@ -113,10 +121,11 @@ class Analysis:
     """Offset polynomials of the values of one per-thread function."""
 
     def __init__(self, defs: dict[str, str], params: list[str], layout, uniform_buffers: set[int], root_of,
-                 blocks: Blocks | None = None, loops: list | None = None):
+                 blocks: Blocks | None = None, loops: list | None = None, bounded: list | None = None):
         self.defs = defs
         self.blocks = blocks
         self.loops = loops if loops is not None else []  # counted loops, by the index of their `iv:` symbol
+        self.bounded = bounded if bounded is not None else []  # bit-bounded values, by their `bd:` index
         self.g, self.x, self.y, self.z, self.lin = params
         self.layout = layout
         self.uniform_buffers = uniform_buffers  # buffers the kernel never writes
@@ -169,9 +178,13 @@ class Analysis:
             if op == "shl" and set(b[0]) <= {()}:
                 return {m: c << b[0].get((), 0) for m, c in a[0].items()}, ranges
             return None
-        half = self._half(d)
+        half = self._half(d) or self._packed_shift(d) or self._packed_low_shifted(d)
         if half is not None:
             return half
+        if op in ("and", "lshr", "udiv", "urem"):
+            return self._bit_bounded(d)
+        if re.fullmatch(r"(?:(?:tail|notail|musttail)\s+)?call i32 @__mk_thread_index\(\)(\s*#\d+)?", d):
+            return sym("lin"), []  # the running thread's index in its group (mk/workitem.h)
         if op in ("zext", "sext", "trunc"):
             m = re.match(r"\w+\s+(?:(?:nneg|nuw|nsw)\s+)*(\S+)\s+(\S+)\s+to\s+(\S+)", d)
             if not m:
@@ -216,6 +229,59 @@ class Analysis:
         if part is None:
             return None
         return part[0], part[1] + ([] if d.startswith("trunc") else [(part[0], 0, 1 << 32)])
+
+    def _packed_shift(self, d: str) -> tuple | None:
+        """`lshr i64 P, s` (0 < s < 32) of two packed i32 (`_word`): the
+        high word times 2^(32 - s) plus the low word's top bits (a bounded
+        value). The optimiser computes `tg.y * 32` so from the packed group
+        position, then clears the low bits with `and`."""
+        m = re.match(r"lshr\s+(?:exact\s+)?i64\s+(%[-\w.$]+),\s*(\d+)$", d)
+        if not m or not 0 < int(m.group(2)) < 32:
+            return None
+        s = int(m.group(2))
+        low, high = self._word(m.group(1), False), self._word(m.group(1), True)
+        if low is None or high is None:
+            return None
+        top = self._record("lshr", Offset(*low), s, 32)
+        return add({m_: c << (32 - s) for m_, c in high[0].items()}, top), low[1] + high[1]
+
+    def _packed_low_shifted(self, d: str) -> tuple | None:
+        """`and i64 (shl i64 P, s), 0xffffffff << s` of two packed i32
+        (`_word`): the low word times 2^s, as an i32 (the optimiser computes
+        `tg.x * 16` so from the packed group position)."""
+        m = re.match(r"and\s+i64\s+(%[-\w.$]+),\s*(\d+)$", d)
+        if not m:
+            return None
+        sh = re.match(r"shl\s+(?:(?:nuw|nsw)\s+)*i64\s+(%[-\w.$]+),\s*(\d+)$",
+                      _META.sub("", self.defs.get(m.group(1), "")))
+        if not sh or not 0 < int(sh.group(2)) < 32 or int(m.group(2)) != (0xFFFFFFFF >> int(sh.group(2))) << int(sh.group(2)):
+            return None
+        low = self._word(sh.group(1), False)
+        if low is None:
+            return None
+        poly = {m_: c << int(sh.group(2)) for m_, c in low[0].items()}
+        return poly, low[1] + [(poly, 0, 1 << 32)]
+
+    def _bit_bounded(self, d: str) -> tuple | None:
+        """`and`, `lshr`, `udiv` or `urem` by a constant: no polynomial, but a
+        value a dispatch bounds (the interval of its operand shifted,
+        divided or masked; `Evaluator.bd_interval`): a symbol of its own.
+        Lane and simdgroup arithmetic is made of these (`lid / 32`,
+        `(lane >> 1) & 3`)."""
+        m = re.match(r"(and|lshr|udiv|urem)\s+(?:exact\s+)?i(\d+)\s+(\S+),\s*(-?\d+)$", d)
+        if not m:
+            return None
+        op, bits, c = m.group(1), int(m.group(2)), int(m.group(4))
+        if (op == "lshr" and not 0 <= c < bits) or (op in ("udiv", "urem") and c <= 0) or bits > 64:
+            return None
+        arg = self.value(m.group(3))
+        if arg is None and not ((op == "and" and c >= 0) or op == "urem"):
+            return None  # the interval needs the operand's
+        return self._record(op, Offset(*arg) if arg is not None else None, c, bits), []
+
+    def _record(self, op: str, arg, c: int, bits: int) -> Poly:
+        self.bounded.append({"op": op, "arg": arg.to_json() if arg is not None else None, "c": c, "bits": bits})
+        return sym(f"bd:{len(self.bounded) - 1}")
 
     def _word(self, v: str, high: bool) -> tuple | None:
         """The low or high i32 of i64 `v` when it packs two: `bitcast <2 x
@@ -268,13 +334,17 @@ class Analysis:
             return None
         return poly, [r for val in rest for r in val[1]]
 
-    def _zero_on_edge(self, pred: str, block: str | None) -> str | None:
+    def _zero_on_edge(self, pred: str, block: str | None, depth: int = 0) -> str | None:
         """The symbol S when block `pred` branches to `block` only if S == 0."""
-        if block is None:
+        if block is None or depth > 8:
             return None
         term = self.blocks.terminator.get(pred)
         if term is None and self.lin[1:].isdigit() and pred == f"%{int(self.lin[1:]) + 1}":
-            term = self.blocks.terminator.get("")  # the entry block, unlabelled in numbered IR
+            pred, term = "", self.blocks.terminator.get("")  # the entry block, unlabelled in numbered IR
+        if term == f"br label {block}" and len(self.blocks.preds.get(pred, [])) == 1:
+            # A block of its own on the way (the optimiser's landing pad of
+            # a skipped loop): the edge into it decides.
+            return self._zero_on_edge(self.blocks.preds[pred][0], pred, depth + 1)
         m = re.match(r"br i1 (%[-\w.$]+), label (%[-\w.$]+), label (%[-\w.$]+)", term or "")
         if not m:
             return None
@@ -415,11 +485,13 @@ def _dim_extremes(coef_x: int, coef_t: int, tpg: int, ng: int, grid: int) -> tup
 class Evaluator:
     """Polynomials with a dispatch's actual values substituted."""
 
-    def __init__(self, geom: Geometry, scalar, loops: list | None = None):
+    def __init__(self, geom: Geometry, scalar, loops: list | None = None, bounded: list | None = None):
         self.geom = geom
         self.scalar = scalar  # (buffer, offset, type) -> int or None
         self.loops = loops or []
+        self.bounded = bounded or []
         self.intervals: dict[int, tuple | None] = {}
+        self.bd_intervals: dict[int, tuple | None] = {}
         tpg = geom.group
         self.partial = any(geom.grid[d] % tpg[d] for d in range(3))
         self.flat = tpg[1] == 1 and tpg[2] == 1
@@ -457,8 +529,8 @@ class Evaluator:
             var = ""
             coef = c
             for s in mono:
-                if s.startswith("iv:"):
-                    if self.iv_interval(int(s[3:])) is None or var:
+                if s.startswith(INTERVAL_SYMBOLS):
+                    if self.interval(s) is None or var:
                         return None
                     var = s
                     continue
@@ -475,6 +547,48 @@ class Evaluator:
                     return None  # a product of two thread variables
                 var = v
             out[var] = out.get(var, 0) + coef
+        return out
+
+    def interval(self, s: str) -> tuple[int, int] | None:
+        """[low, high] of an interval symbol (INTERVAL_SYMBOLS) here."""
+        return self.iv_interval(int(s[3:])) if s.startswith("iv:") else self.bd_interval(int(s[3:]))
+
+    def bd_interval(self, k: int) -> tuple[int, int] | None:
+        """[low, high] of bounded value k (`Analysis._bit_bounded`) over
+        every thread, from its operand's interval; None when that is not
+        known here and the constant alone does not bound it."""
+        if k in self.bd_intervals:
+            return self.bd_intervals[k]
+        self.bd_intervals[k] = None
+        rec = self.bounded[k] if 0 <= k < len(self.bounded) else None
+        out = None
+        if rec is not None:
+            op, c, bits = rec["op"], rec["c"], rec["bits"]
+            lo = hi = None
+            arg = rec["arg"]
+            if arg is not None:
+                lin = self.linear(from_json(arg["poly"]))
+                if lin is not None and all(self.in_range(from_json(p), a, b) for p, a, b in arg["ranges"]):
+                    lo, hi = self.extremes(lin)
+            # The operand as the instruction reads it: its bits unsigned.
+            known = lo is not None and 0 <= lo and hi < 1 << bits
+            if op == "and":
+                mask = c & ((1 << bits) - 1)
+                low_zeros = (mask & -mask).bit_length() - 1
+                if known and mask and ((1 << hi.bit_length()) - 1) >> low_zeros << low_zeros & ~mask == 0:
+                    # Every bit the operand can have from the mask's lowest
+                    # up is in the mask: it only clears the low bits, which
+                    # keeps order (`(8 * sg) & ~15` of sg < 4 is at most 16).
+                    out = (lo & mask, hi & mask)
+                elif c >= 0:
+                    out = (0, min(c, hi) if known else c)  # clearing bits never makes a value larger
+                elif known and hi < 1 << (bits - 1):
+                    out = (0, hi)
+            elif op == "urem":
+                out = (lo, hi) if known and hi < c else (0, c - 1)
+            elif known:
+                out = (lo >> c, hi >> c) if op == "lshr" else (lo // c, hi // c)
+        self.bd_intervals[k] = out
         return out
 
     def iv_interval(self, k: int) -> tuple[int, int] | None:
@@ -514,8 +628,8 @@ class Evaluator:
         g = self.geom
         lo = hi = lin.get("", 0)
         for var, c in lin.items():
-            if var.startswith("iv:"):
-                a, b = self.iv_interval(int(var[3:]))
+            if var.startswith(INTERVAL_SYMBOLS):
+                a, b = self.interval(var)
                 lo, hi = lo + min(c * a, c * b), hi + max(c * a, c * b)
         for d, axis in enumerate("xyz"):
             a, b = _dim_extremes(lin.get(axis, 0), lin.get("t" + axis, 0), g.group[d], g.ngroups[d], g.grid[d])
@@ -589,8 +703,8 @@ class Evaluator:
         thread's accesses."""
         if not parts:
             return True
-        if any(k.startswith("iv:") for lin, _, _ in parts for k in lin):
-            return False  # a loop walks a range, owned by no one thread
+        if any(k.startswith(INTERVAL_SYMBOLS) for lin, _, _ in parts for k in lin):
+            return False  # a loop or a bounded value walks a range, owned by no one thread
         key = {k: v for k, v in parts[0][0].items() if k}
         for lin, _, _ in parts:
             if {k: v for k, v in lin.items() if k} != key:

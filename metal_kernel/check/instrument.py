@@ -82,6 +82,7 @@ class KernelInfo:
     # polynomial, check/affine.py, or None) and what else the kernel does.
     accesses: list = field(default_factory=list)
     loops: list = field(default_factory=list)  # counted loops the offsets' `iv:` symbols name
+    bounded: list = field(default_factory=list)  # bit-bounded values the offsets' `bd:` symbols name
     uses: set = field(default_factory=set)  # "threadgroup", "private", "unknown", "atomic", "sync", "simd"
     summaries: int = 0  # loops whose checks are summarised (check/summarise.py)
     # Why threadgroup memory may behave differently from one group to another
@@ -93,7 +94,7 @@ class KernelInfo:
         return {"buffer_granule": {str(k): v for k, v in self.buffer_granule.items()},
                 "written": sorted(self.written), "float_atomics": sorted(self.float_atomics),
                 "writes_unknown": self.writes_unknown, "unchecked_calls": self.unchecked_calls,
-                "accesses": self.accesses, "loops": self.loops, "uses": sorted(self.uses),
+                "accesses": self.accesses, "loops": self.loops, "bounded": self.bounded, "uses": sorted(self.uses),
                 **({"summaries": self.summaries} if self.summaries else {}),
                 **({"tg_invariant": True, "edges": self.edges} if not self.tg_variant else {}),
                 **({"not_checked": self.not_instrumented} if self.not_instrumented else {})}
@@ -367,7 +368,7 @@ class Instrumenter:
                    if r.kind == "buf" and (rw == "write" or acc.info_bits & (A_WRITE | A_ATOMIC))}
         blocks = Blocks(fn.lines)
         analysis = Analysis(fn.defs, fn.params, self.layout, uniform_buffers=set(range(64)) - written,
-                            root_of=fn.root, blocks=blocks, loops=info.loops)
+                            root_of=fn.root, blocks=blocks, loops=info.loops, bounded=info.bounded)
         guards = Guards(blocks, fn.defs)
         for line, acc, roots in accesses:
             if acc.kind == "atomic" or acc.info_bits & A_ATOMIC:

@@ -9,7 +9,7 @@ import ctypes
 import math
 from dataclasses import dataclass, field
 
-from .affine import Evaluator, Geometry, from_json
+from .affine import INTERVAL_SYMBOLS, Evaluator, Geometry, from_json
 
 # Kernel features whose findings the polynomials cannot rule out.
 UNPROVABLE_USES = {"threadgroup", "private", "unknown", "atomic", "sync"}
@@ -27,13 +27,26 @@ class Proof:
     inside: set = field(default_factory=set)  # buffers every access to is proven in bounds and aligned
 
 
-def _scalar(ptrs, sizes):
+def read_scalar(ptrs, sizes, b: int, off: int, ty: str) -> int | None:
+    """The integer of type `ty` at byte `off` of buffer `b`, or None."""
+    nbytes = {"i8": 1, "i16": 2, "i32": 4, "i64": 8}.get(ty)
+    if nbytes is None or b >= len(ptrs) or not ptrs[b] or off < 0 or off + nbytes > sizes[b]:
+        return None
+    return int.from_bytes(ctypes.string_at(ptrs[b] + off, nbytes), "little")
+
+
+def _scalar(ptrs, sizes, reads: list | None = None):
     def read(b: int, off: int, ty: str):
-        nbytes = {"i8": 1, "i16": 2, "i32": 4, "i64": 8}.get(ty)
-        if nbytes is None or b >= len(ptrs) or not ptrs[b] or off < 0 or off + nbytes > sizes[b]:
-            return None
-        return int.from_bytes(ctypes.string_at(ptrs[b] + off, nbytes), "little")
+        value = read_scalar(ptrs, sizes, b, off, ty)
+        if reads is not None:
+            reads.append((b, off, ty, value))
+        return value
     return read
+
+
+def _evaluator(facts: dict, grid, group, ngroups, ptrs, sizes, reads: list | None = None) -> Evaluator:
+    return Evaluator(Geometry(list(grid), list(group), list(ngroups)), _scalar(ptrs, sizes, reads),
+                     facts.get("loops"), facts.get("bounded"))
 
 
 def prove(facts: dict, grid, group, ngroups, ptrs, sizes, spans) -> Proof:
@@ -41,7 +54,7 @@ def prove(facts: dict, grid, group, ngroups, ptrs, sizes, spans) -> Proof:
     accesses = facts.get("accesses")
     if accesses is None or facts.get("writes_unknown"):
         return proof
-    ev = Evaluator(Geometry(list(grid), list(group), list(ngroups)), _scalar(ptrs, sizes), facts.get("loops"))
+    ev = _evaluator(facts, grid, group, ngroups, ptrs, sizes)
     safe = True
     per_buffer: dict[int, list] = {}
     shared: set[int] = set()  # buffers with an access that is not a known polynomial
@@ -99,14 +112,15 @@ def _inside(ev: Evaluator, lin: dict, known: list, a: dict, ptrs, spans) -> bool
     return True
 
 
-def stores_in_bounds(facts: dict, grid, group, ngroups, ptrs, sizes) -> bool:
+def stores_in_bounds(facts: dict, grid, group, ngroups, ptrs, sizes, reads: list | None = None) -> bool:
     """Whether every store the kernel makes to a buffer stays inside the
     bytes bound to it ([ptr, ptr + size)) for every thread of this dispatch:
-    then the runtime runs it unguarded (runtime/store_guard.py)."""
+    then the runtime runs it unguarded (runtime/store_guard.py). `reads`
+    collects (buffer, offset, type, value) of each scalar the proof read."""
     accesses = facts.get("accesses")
     if accesses is None or facts.get("writes_unknown"):
         return False
-    ev = Evaluator(Geometry(list(grid), list(group), list(ngroups)), _scalar(ptrs, sizes), facts.get("loops"))
+    ev = _evaluator(facts, grid, group, ngroups, ptrs, sizes, reads)
     spans = [(p, n) for p, n in zip(ptrs, sizes)]
     for a in accesses:
         if not a["write"] or a["root"] != "buf":
@@ -139,7 +153,7 @@ def group_kinds(facts: dict, grid, group, ngroups, ptrs, sizes, limit: int) -> l
         per_axis = [[0, ngroups[d] - 1] if group[d] and grid[d] % group[d] and ngroups[d] > 1 else [0]
                     for d in range(3)]
         return [x + ngroups[0] * (y + ngroups[1] * z) for z in per_axis[2] for y in per_axis[1] for x in per_axis[0]]
-    ev = Evaluator(Geometry(list(grid), list(group), list(ngroups)), _scalar(ptrs, sizes), facts.get("loops"))
+    ev = _evaluator(facts, grid, group, ngroups, ptrs, sizes)
     # Per axis: one row of codes per group index (its shape, then each edge
     # condition's outcome: 0 false, 1 true, 2 + t both ways).
     codes = []
@@ -199,8 +213,8 @@ def _edge_outcomes(ev: Evaluator, edge: dict, grid, group, ngroups):
     form = dict(sides[0])
     for k, v in sides[1].items():
         form[k] = form.get(k, 0) - v
-    if any(k.startswith("iv:") for k in form):
-        return None  # a loop counter may start from the group's position (`for (i = gid; ...)`)
+    if any(k.startswith(INTERVAL_SYMBOLS) for k in form):
+        return None  # a loop counter may start from the group's position (`for (i = gid; ...)`), a bounded value cover it
     axes = [d for d in range(3) if form.get("t" + "xyz"[d], 0)]
     if not axes:
         return -1, None

@@ -77,6 +77,7 @@ class Kernel:
         self._static_tg = entry.tg_bytes
         self._store_facts: dict | None = None  # runtime/store_guard.py: loaded on first need
         self._fenced_bytes = 0  # bytes runtime/store_guard.py copied for this kernel without them
+        self._store_proofs: dict = {}  # runtime/store_guard.py: proofs by dispatch shape
 
     @property
     def execution_mode(self) -> str:
@@ -102,6 +103,18 @@ class Kernel:
         buffers exceed the last-level cache or when
         $METAL_KERNEL_STREAMING_STORES=1 (see runtime/streaming.py)."""
         return self._stream_fn is not None
+
+    def prove_stores(self) -> bool:
+        """Compiles the facts that prove this kernel's stores in bounds now
+        (once per kernel: about a second, then cached on disk) instead of
+        after its dispatches have copied enough bytes to pay for them
+        (runtime/store_guard.py). From then on a dispatch whose stores are
+        proven writes the buffers directly instead of fenced copies of them;
+        worth it before timing a kernel, or a loop of small dispatches.
+        Returns whether the kernel has such facts (False: every dispatch
+        that writes stays fenced, e.g. a kernel with indirect stores)."""
+        facts = self._load_store_facts()
+        return not facts.get("writes_unknown")
 
     @property
     def static_thread_group_memory_length(self) -> int:

@@ -40,6 +40,8 @@ COPIES_BEFORE_FACTS = 1 << 30
 # Inaccessible address space on each side of a copy: any 32-bit index of an
 # element of up to 16 bytes lands in it.
 REACH = 1 << 36
+# Dispatch shapes whose store proofs a kernel keeps (`_proven`).
+PROOFS_KEPT = 64
 
 _OFF = ("0", "false", "no", "off", "never")
 
@@ -74,13 +76,32 @@ def guard_needed(kernel, b, grid, group, ngroups) -> list[int]:
         if copy > COPY_WITHOUT_FACTS or kernel._fenced_bytes > COPIES_BEFORE_FACTS or kernel._store_facts_cached():
             facts = kernel._load_store_facts()
     if facts:
-        from ..check.prove import stores_in_bounds
-
-        if stores_in_bounds(facts, grid, group, ngroups, b.ptrs, b.sizes):
+        if _proven(kernel, facts, b, grid, group, ngroups):
             return []
         written = [i for i in written if i in set(facts.get("written", written))] \
             if not facts.get("writes_unknown") else written
     return written
+
+
+def _proven(kernel, facts: dict, b, grid, group, ngroups) -> bool:
+    """check/prove.py `stores_in_bounds`, remembered per dispatch shape: the
+    proof depends on the geometry, the buffers' sizes, their addresses'
+    alignment and the scalars it read from them, so a dispatch that repeats
+    all of these (a loop calling the kernel on the same tensors) reuses it
+    after re-reading those scalars (a proof can cost a millisecond)."""
+    from ..check.prove import read_scalar, stores_in_bounds
+
+    key = (tuple(grid), tuple(group), tuple(ngroups), tuple(b.sizes), tuple(p & 4095 if p else -1 for p in b.ptrs))
+    memo = kernel._store_proofs
+    hit = memo.get(key)
+    if hit is not None and all(read_scalar(b.ptrs, b.sizes, i, off, ty) == v for i, off, ty, v in hit[0]):
+        return hit[1]
+    reads: list = []
+    proven = stores_in_bounds(facts, grid, group, ngroups, b.ptrs, b.sizes, reads)
+    if len(memo) >= PROOFS_KEPT:
+        memo.clear()
+    memo[key] = (reads, proven)
+    return proven
 
 
 class Fenced:

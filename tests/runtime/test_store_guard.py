@@ -163,3 +163,88 @@ def test_the_guard_can_be_turned_off(lib, fenced, monkeypatch):
     x, to = torch.rand(n), torch.randperm(n).int()
     lib.scatter(x, to, torch.empty(n), threads=n, group_size=32)
     assert fenced == []
+
+
+# Stores whose index is lane / simdgroup arithmetic (`&`, `>>`, `/`, `%` by a
+# constant: check/affine.py's bounded values) and simdgroup-matrix stores.
+LANES = """#include <metal_stdlib>
+using namespace metal;
+kernel void by_simdgroup(device float* y, uint lid [[thread_position_in_threadgroup]],
+                         uint tg [[threadgroup_position_in_grid]]) {
+  y[tg * 128 + (lid >> 5) * 32 + (lid & 31)] = float(lid);
+}
+kernel void masked(device float* y, uint lid [[thread_position_in_threadgroup]],
+                   uint tg [[threadgroup_position_in_grid]]) {
+  y[tg * 128 + ((lid * 8) & ~15u) + lid % 8] = 1;
+}
+kernel void strided(device float* y, constant uint& stride, uint i [[thread_position_in_grid]]) {
+  y[(i & 7) * stride] = 1;
+}
+kernel void tiles(device const float* a, device float* c, constant uint& n,
+                  uint2 tg [[threadgroup_position_in_grid]], uint sg [[simdgroup_index_in_threadgroup]]) {
+  simdgroup_float8x8 m;
+  simdgroup_load(m, a + (tg.y * 16 + (sg / 2) * 8) * n + tg.x * 16 + (sg % 2) * 8, n);
+  simdgroup_store(m, c + (tg.y * 16 + (sg / 2) * 8) * n + tg.x * 16 + (sg % 2) * 8, n);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def lanes():
+    return metal_kernel.compile_shader(LANES, source_name="lanes.metal")
+
+
+def test_lane_and_simdgroup_arithmetic_is_proven_in_bounds(lanes, fenced):
+    for k in (lanes.by_simdgroup, lanes.masked):
+        assert k.prove_stores()
+    y = np.full(512, np.nan, np.float32)
+    lanes.by_simdgroup(y, threads=512, group_size=128)
+    assert np.array_equal(y, np.tile(np.arange(128, dtype=np.float32), 4))
+    z = np.full(512, np.nan, np.float32)
+    lanes.masked(z, threads=64, group_size=16)  # lid < 16: (8 * lid) & ~15 is at most 112: 119 with lid % 8
+    assert fenced == []
+    assert np.count_nonzero(z == 1) == 4 * 16
+
+
+@pytest.mark.no_metal_check  # out of bounds on purpose
+def test_lane_arithmetic_one_element_short_is_not_proven_and_is_caught(lanes, fenced):
+    assert lanes.by_simdgroup.prove_stores()
+    y = np.full(511, np.nan, np.float32)
+    with pytest.raises(KernelError, match=r"kernel 'by_simdgroup': an access out of bounds by thread \[511, 0, 0\]"):
+        lanes.by_simdgroup(y, threads=512, group_size=128)
+    assert fenced == [("by_simdgroup", [0])]
+    assert np.isnan(y).all()
+
+
+@pytest.mark.parametrize("n", [32, 48])
+def test_simdgroup_matrix_stores_are_proven_in_bounds(lanes, fenced, n):
+    assert lanes.tiles.prove_stores()
+    a = np.arange(n * n, dtype=np.float32).reshape(n, n)
+    c = np.full((n, n), np.nan, np.float32)
+    lanes.tiles(a, c, np.uint32(n), threadgroups=(n // 16, n // 16), group_size=128)
+    assert np.array_equal(c, a)
+    assert fenced == []
+
+
+@pytest.mark.no_metal_check  # out of bounds on purpose
+def test_simdgroup_matrix_stores_past_the_end_are_not_proven(lanes, fenced):
+    n = 32
+    a = np.zeros(n * n, np.float32)
+    c = np.full(n * n - 1, np.nan, np.float32)  # the last element is missing
+    with pytest.raises(KernelError, match="out of bounds"):
+        lanes.tiles(a, c, np.uint32(n), threadgroups=(2, 2), group_size=128)
+    assert fenced == [("tiles", [1])]
+
+
+@pytest.mark.no_metal_check  # out of bounds on purpose
+def test_a_remembered_proof_is_not_reused_when_a_scalar_it_read_changed(lanes, fenced):
+    assert lanes.strided.prove_stores()
+    y = np.zeros(64, np.float32)
+    stride = np.array([9], np.uint32)  # (i & 7) * 9 <= 63: proven
+    lanes.strided(y, stride, threads=64, group_size=64)
+    lanes.strided(y, stride, threads=64, group_size=64)  # the same shape: the remembered proof
+    assert fenced == []
+    stride[0] = 10  # same geometry, same sizes, same addresses: only the scalar differs; 7 * 10 = 70 > 63
+    with pytest.raises(KernelError, match="out of bounds"):
+        lanes.strided(y, stride, threads=64, group_size=64)
+    assert fenced == [("strided", [0])]
