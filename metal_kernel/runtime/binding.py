@@ -118,9 +118,9 @@ class Bound:
         self.keep = []
         self.ptrs: list[int] = []
         self.sizes: list[int] = []
-        self.names: list[str] = []
+        self.names: list["str | Described"] = []
 
-    def add(self, obj, ptr: int, size: int, what: str):
+    def add(self, obj, ptr: int, size: int, what: "str | Described"):
         self.keep.append(obj)
         self.ptrs.append(ptr)
         self.sizes.append(size)
@@ -132,9 +132,28 @@ class Bound:
 
 
 # ------------------------------------------------------------ arrays --
+_TENSOR_TYPES: dict[type, bool] = {}  # type -> whether it is torch.Tensor or a subclass (asked per argument)
+
+
 def is_tensor(a) -> bool:
     t = type(a)
-    return any(c.__module__.startswith("torch") and c.__name__ == "Tensor" for c in t.__mro__)
+    known = _TENSOR_TYPES.get(t)
+    if known is None:
+        known = _TENSOR_TYPES[t] = any(c.__module__.startswith("torch") and c.__name__ == "Tensor" for c in t.__mro__)
+    return known
+
+
+class Described:
+    """How an error message names a bound tensor or array ("array (4,)
+    float32"): formatted only when a message needs it (formatting a dtype
+    costs microseconds per argument on every call)."""
+    __slots__ = ("kind", "a")
+
+    def __init__(self, kind: str, a):
+        self.kind, self.a = kind, a
+
+    def __str__(self) -> str:
+        return f"{self.kind} {tuple(self.a.shape)} {self.a.dtype}"
 
 
 def is_ndarray(a) -> bool:
@@ -178,8 +197,10 @@ def array_extent(a, what: str):
     underlying allocation (the CUDA binder shares it)."""
     if a.dtype.hasobject:
         raise TypeError(f"{what} is an object array; not bindable")
-    _, hi = allocation_bounds(a)
     ptr = a.__array_interface__["data"][0]
+    if a.base is None and a.flags.c_contiguous:
+        return ptr, a.nbytes  # its own allocation: it ends where the array does
+    _, hi = allocation_bounds(a)
     return ptr, hi - ptr
 
 
@@ -208,6 +229,8 @@ def _shape_strides(a) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def overlaps_itself(a) -> bool:
     """Whether two elements of `a` share memory (stride 0 in a dimension of
     size > 1, or strides that interleave)."""
+    if a.is_contiguous() if is_tensor(a) else a.flags.c_contiguous:
+        return False
     shape, strides = _shape_strides(a)
     dims = sorted((abs(st), n) for n, st in zip(shape, strides) if n > 1)
     item = a.element_size() if is_tensor(a) else a.itemsize
@@ -317,12 +340,12 @@ def _bind_one(b: Bound, kernel: str, i: int, a, cast, name: str, ptype: ParamTyp
     if is_tensor(a):  # Tensor, Parameter and other subclasses
         ptr, size = _tensor_binding(a, i, kernel)
         _check_array(kernel, i, a, name, ptype)
-        b.add(a, ptr, size, f"tensor {tuple(a.shape)} {a.dtype}")
+        b.add(a, ptr, size, Described("tensor", a))
         return
     if is_ndarray(a):
         ptr, size = _numpy_binding(a, i, kernel)
         _check_array(kernel, i, a, name, ptype)
-        b.add(a, ptr, size, f"array {a.shape} {a.dtype}")
+        b.add(a, ptr, size, Described("array", a))
         return
     if isinstance(a, bool):
         _check_scalar(kernel, i, a, cast, name, ptype)
