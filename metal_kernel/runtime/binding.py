@@ -118,9 +118,9 @@ class Bound:
         self.keep = []
         self.ptrs: list[int] = []
         self.sizes: list[int] = []
-        self.names: list["str | Described"] = []
+        self.names: list[str | Described] = []
 
-    def add(self, obj, ptr: int, size: int, what: "str | Described"):
+    def add(self, obj, ptr: int, size: int, what: str | Described):
         self.keep.append(obj)
         self.ptrs.append(ptr)
         self.sizes.append(size)
