@@ -57,14 +57,18 @@ def scaled_copy(dev: Path, dst: Path, overrides: dict[str, dict[str, int]] | Non
     common.write_text(text)
     for f in dst.glob("*.cu"):
         src = f.read_text()
-        main = src.find("int main(")
-        if main < 0:
-            continue
-        head, body = src[:main], src[main:]
-        for name, value in {**SIZES, **(overrides or {}).get(f.name, {})}.items():
-            body = re.sub(rf"(\b(?:const\s+)?(?:int|int64_t|long|size_t)\s+{name}\s*=\s*)\d+\s*;",
-                          rf"\g<1>{value};", body, count=1)
-        f.write_text(head + body)
+        if "int main(" in src:
+            f.write_text(scale_main(src, {**SIZES, **(overrides or {}).get(f.name, {})}))
+
+
+def scale_main(src: str, sizes: dict[str, int]) -> str:
+    """`src` with main's `int NAME = N;` sizes set to `sizes`."""
+    main = src.find("int main(")
+    head, body = src[:main], src[main:]
+    for name, value in sizes.items():
+        body = re.sub(rf"(\b(?:const\s+)?(?:int|int64_t|long|size_t)\s+{name}\s*=\s*)\d+\s*;",
+                      rf"\g<1>{value};", body, count=1)
+    return head + body
 
 
 def kernel_versions(text: str) -> list[int]:

@@ -2,7 +2,7 @@
 """llm.c's dev/cuda/*.cu ported to Metal, every kernel verified against the
 original on the file's own inputs.
 
-    python benchmarks/llmc_port.py --llmc DIR [--only gelu_forward.cu ...] [--json out.json]
+    python benchmarks/llmc_port.py --llmc DIR [--only gelu_forward.cu ...] [--json out.json] [--double float]
     python benchmarks/llmc_port.py --table out.json     # the Markdown table of docs/port.md
 
 DIR is a checkout of github.com/karpathy/llm.c (never copied into this
@@ -15,7 +15,8 @@ scales it (B = 1, T = 128, or FILE_SIZES; common.h times zero repetitions):
    grid, block, shared memory, scalars and the contents of its buffers;
    launches of template kernels with deduced arguments name their
    instantiation, which is then instantiated explicitly for load_cuda and
-   the port;
+   the port; a kernel version whose own host code refuses main's sizes
+   (VERSION_SIZES) is captured in a run of a copy at sizes it accepts;
 2. port: `port_cuda` on the file; the port is compiled (`load()`);
 3. verify: each translated kernel runs through load_cuda (the original) and
    through compile_shader (the port) on copies of its recorded inputs
@@ -34,6 +35,17 @@ row), and its row says "sized from defaults".
 
 A kernel counts as verified when its verification passes; every other
 kernel is listed with the diagnostic that says why.
+
+`--double` is port_cuda's `double=` option, `float` by default here: the
+four llm.c kernels that use double (matmul_backward.cu's
+matmul_backward_bias_kernel_naive/_faster, softmax_forward.cu's
+softmax_forward_kernel1/softmax_forward_online_kernel1) use it only as a
+local accumulator (`double sum = 0.0; sum += x[i]; ... (float)sum`), which
+the port computes in float. It is never silent: each such kernel's row has
+`demoted` and the MK1038 warning, the table names them, and verify compares
+them with the original accumulating in double. `--double reject` gives the
+default of port_cuda (MK1001, not translated). The setting is recorded in
+each file's entry of the JSON.
 """
 
 from __future__ import annotations
@@ -51,26 +63,32 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from llmc_cuda import kernel_versions, scaled_copy  # noqa: E402
+from llmc_cuda import kernel_versions, scale_main, scaled_copy  # noqa: E402
 
 SMALL_SMS = 16  # the SM count of the second capture run (see the docstring)
 # Files whose kernels need more than the scaled sizes: attention_backward.cu's
 # softmax_autoregressive_backward_kernel6<256> stages 256 columns of a row
 # per step and reads past a row of fewer than 256 (T >= BlockSize).
 FILE_SIZES = {"attention_backward.cu": {"T": 256}}
+# Kernel versions whose own host code refuses main's sizes, captured in a run
+# of a copy at sizes it accepts: layernorm_backward.cu tests every version at
+# C = 1600 ("the problematic size"), and version 9's host code asserts (its
+# kernel traps) unless C is a multiple of 32 * x128::size (256 in bf16), so
+# its main never launches kernel 9; 1536 is the largest such C below 1600.
+VERSION_SIZES = {"layernorm_backward.cu": {9: {"C": 1536}}}
 
 
-def port_file(path: Path, work: Path, timeout: float, check: bool) -> dict:
+def port_file(path: Path, work: Path, timeout: float, check: bool, double: str = "float") -> dict:
     from metal_kernel.port.to_metal.capture import capture_launches, explicit_instantiations
     from metal_kernel.port.to_metal.porting import port_cuda
 
     text = path.read_text()
-    entry = {"file": path.name, "kernels": [], "capture_problems": [], "seconds": 0.0}
+    entry = {"file": path.name, "double": double, "kernels": [], "capture_problems": [], "seconds": 0.0}
     t0 = time.time()
     versions = kernel_versions(text)
     runs = [[str(v)] for v in versions] or [[]]
     captures, problems = capture_launches(text, str(path), runs=runs, timeout=timeout, cwd=str(work))
-    p = port_cuda(text, filename=str(path))
+    p = port_cuda(text, filename=str(path), double=double)
     if any(" exited with " in x for x in problems) and any(k.spelling not in captures for k in p.kernels):
         more, again = capture_launches(text, str(path), runs=runs, timeout=timeout, cwd=str(work),
                                        env={"MK_CUDA_SM_COUNT": str(SMALL_SMS)})
@@ -79,17 +97,33 @@ def port_file(path: Path, work: Path, timeout: float, check: bool) -> dict:
             if spelling not in captures:
                 cap["where"] += f", in a run with the device reporting {SMALL_SMS} SMs (with 132 it stopped first)"
                 captures[spelling] = cap
+    resized = {}  # spelling -> the sizes of the run its capture comes from (VERSION_SIZES)
+    for version, sizes in VERSION_SIZES.get(path.name, {}).items():
+        alt = path.with_name(f"{path.stem}_v{version}{path.suffix}")
+        alt.write_text(scale_main(text, sizes))
+        more, again = capture_launches(alt.read_text(), str(alt), runs=[[str(version)]], timeout=timeout,
+                                       cwd=str(work))
+        at = ", ".join(f"{k} = {v}" for k, v in sizes.items())
+        problems += [f"version {version} at {at}: {x}" for x in again]
+        for spelling, cap in more.items():
+            if spelling not in captures:
+                cap["where"] += f", in a run of version {version} at {at} (its host code refuses main's sizes)"
+                captures[spelling] = cap
+                resized[spelling] = at
     entry["capture_problems"] = problems
     extra = explicit_instantiations(p, list(captures))
     if extra:
         text += "\n// instantiations the program's launches deduced (llmc_port.py)" + extra
         path.write_text(text)
-        p = port_cuda(text, filename=str(path))
+        p = p.port_again(text)
     p.load()
     if not p.kernels:
         entry["error"] = "; ".join(str(d) for d in p.diagnostics[:1]) or "no kernels"
     for k in p.kernels:
-        row = {"kernel": k.spelling, "translated": k.translated, "verified": False, "why": "", "codes": []}
+        row = {"kernel": k.spelling, "translated": k.translated, "verified": False, "why": "", "codes": [],
+               "demoted": k.demoted, "warnings": sorted({d.code for d in p.diagnostics if d.severity == "warning" and
+                                                         d.function in (k.spelling, k.spelling.split("<")[0])}
+                                                        | ({"MK1038"} if k.demoted else set()))}
         if not k.translated:
             row["codes"] = sorted({d.code for d in k.diagnostics})
             row["why"] = "; ".join(f"{d.code} {d.message}" for d in k.diagnostics[:2])
@@ -97,6 +131,8 @@ def port_file(path: Path, work: Path, timeout: float, check: bool) -> dict:
             cap = captures.get(k.spelling)
             if cap is None:
                 row["sized_from"] = "defaults"
+            elif k.spelling in resized:
+                row["sized_from"] = resized[k.spelling]
             res = _verify_one(p, k, cap, check, timeout, default_sizes(k, text, captures))
             row["verified"] = res.ok
             row["original_findings"] = sorted({f.kind for f in res.original_findings})
@@ -123,16 +159,16 @@ def port_file(path: Path, work: Path, timeout: float, check: bool) -> dict:
 
 def default_sizes(k, text: str, captures: dict) -> dict:
     """verify_all's `sizes` for a kernel main never launches: its integer
-    parameters named like main's own constants (B, T, C, NH ...) take their
-    values, every buffer holds their product (at least 1024 elements, so a
+    parameters named like main's own constants (B, T, C, NH ...; products of
+    literals such as `int OC = 768 * 4;` too) take their values, every buffer holds their product (at least 1024 elements, so a
     buffer indexed by any of them or their products is large enough), the
     block is the one the file's launches use most, and the grid gives a
     warp of threads to each row (B * T rows where the kernel has both): a
     thread-per-row kernel and a warp-per-row kernel both cover their rows,
     the extra threads return at their bounds checks."""
     main = text[text.find("int main("):]
-    consts = {m.group(1): int(m.group(2)) for m in re.finditer(
-        r"\b(?:const\s+)?(?:int|size_t|long|int64_t)\s+(\w+)\s*=\s*(\d+)\s*;", main)}
+    consts = {m.group(1): math.prod(int(x) for x in m.group(2).split("*")) for m in re.finditer(
+        r"\b(?:const\s+)?(?:int|size_t|long|int64_t)\s+(\w+)\s*=\s*(\d+(?:\s*\*\s*\d+)*)\s*;", main)}
     named = {p.name: consts[p.name] for p in k.params if p.kind == "scalar" and p.name in consts}
     n = min(max(1024, math.prod(named.values()) if named else 0), 1 << 22)
     blocks = Counter(c["block"][0] for c in captures.values() if c["block"][1:] in ([1, 1], (1, 1)))
@@ -192,10 +228,18 @@ def table(results: list[dict]) -> str:
             lines.append(f"| {r['file']} | 0 | | | {r['error'].split(': ', 1)[-1][:120].replace('|', '/')} |")
             continue
         why = "; ".join(f"`{k['kernel']}`: {', '.join(k['codes'])} {_why(k)}" for k in ks if not k["verified"])
-        defaults = [k["kernel"] for k in ks if k["verified"] and k.get("sized_from") == "defaults"]
-        if defaults:
-            why += ("; " if why else "") + "verified on inputs sized from defaults (main never launches them): " + \
-                ", ".join(f"`{k}`" for k in defaults)
+        resized = sorted({k["sized_from"] for k in ks if k.get("sized_from", "defaults") != "defaults"})
+        groups = [("verified on inputs sized from defaults (main never launches them)",
+                   [k["kernel"] for k in ks if k["verified"] and k.get("sized_from") == "defaults"]),
+                  ("verified with double computed in float (MK1038)",
+                   [k["kernel"] for k in ks if k["verified"] and k.get("demoted")]),
+                  ("verified with `__trap()` ending the thread (MK1039)",
+                   [k["kernel"] for k in ks if k["verified"] and "MK1039" in k.get("warnings", [])])]
+        groups += [(f"launched in a run at {at} (its version's host code refuses main's sizes)",
+                    [k["kernel"] for k in ks if k.get("sized_from") == at]) for at in resized]
+        for what, names in groups:
+            if names:
+                why += ("; " if why else "") + what + ": " + ", ".join(f"`{k}`" for k in names)
         lines.append(f"| {r['file']} | {len(ks)} | {sum(k['translated'] for k in ks)} | "
                      f"{sum(k['verified'] for k in ks)} | {why.replace('|', '/')} |")
     found = sum(len(r["kernels"]) for r in results)
@@ -221,7 +265,10 @@ def _why(k: dict) -> str:
     if k.get("faithful"):
         text = f"**the original is at fault**, the port does the same ({', '.join(k['original_findings'])} in both)"
         gpu = k.get("gpu")
-        if gpu is not None:
+        if not gpu and k.get("sized_from", "defaults") != "defaults":
+            text += ("; compute-sanitizer on an H200: never saw it (llm.c's own run of this version stops at the "
+                     "same check of main's sizes)")
+        elif gpu is not None:
             reasons = [GPU_SILENT[f] for f in k["original_findings"] if f in GPU_SILENT]
             text += "; compute-sanitizer on an H200: " + (
                 gpu[0][:90] if gpu else "nothing" + (f" ({reasons[-1]})" if reasons else ""))
@@ -237,6 +284,9 @@ def main():
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--table", help="print the table of an earlier --json")
     ap.add_argument("--no-check", action="store_true", help="verify without metal_kernel.check()")
+    ap.add_argument("--double", choices=("reject", "float"), default="float",
+                    help="port_cuda's double= (default: %(default)s; see above): 'float' computes local doubles in "
+                         "float (MK1038 at each site), 'reject' leaves kernels using double out (MK1001)")
     ap.add_argument("--sanitizer", default=str(Path(__file__).resolve().parent / "results" / "sanitizer_h200.json"),
                     help="compute-sanitizer's reports on llm.c (llmc_cuda.py --sanitizer), to say for each kernel "
                          "whose original has findings what a real GPU's sanitizer said (default: %(default)s)")
@@ -259,7 +309,7 @@ def main():
         scaled_copy(dev, work, FILE_SIZES)
         for name in files:
             try:
-                entry = port_file(work / name, work, args.timeout, not args.no_check)
+                entry = port_file(work / name, work, args.timeout, not args.no_check, args.double)
             except Exception as e:  # noqa: BLE001 - one file's failure is a row, not the end of the run
                 entry = {"file": name, "kernels": [], "error": f"{type(e).__name__}: {str(e).splitlines()[0]}"}
             results.append(entry)

@@ -76,3 +76,28 @@ def test_rerun_replaces_the_files(tmp_path):
     r, out = _run(tmp_path, GOOD)
     assert r.exit_code == 0 and (out / "kernels.metal").read_text() == first
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary files left
+
+
+DOUBLE_SUM = GOOD + """
+__global__ void dsum(const float* x, float* y, int n) {
+  double s = 0.0;
+  for (int j = 0; j < n; j++) s += x[j];
+  if (blockIdx.x == 0 && threadIdx.x == 0) y[0] = (float)s;
+}
+"""
+
+
+def test_double_float_translates_with_a_warning(tmp_path):
+    r, _ = _run(tmp_path, DOUBLE_SUM, "--verify", "--size", "n=300")
+    assert r.exit_code == 1 and "MK1001" in r.output  # the default: refused
+    r, out = _run(tmp_path, DOUBLE_SUM, "--double", "float", "--verify", "--size", "n=300")
+    assert r.exit_code == 0, r.output
+    assert "warning: MK1038" in r.output and "double computed in float" in r.output
+    report = json.loads((out / "kernels.port.json").read_text())
+    assert report["double"] == "float"
+    dsum = next(k for k in report["kernels"] if k["spelling"] == "dsum")
+    assert dsum["translated"] and dsum["demoted"] and report["verification"]["dsum"]["ok"]
+    assert "// MK1038 warning" in (out / "kernels.metal").read_text()
+    assert "its double computed in float: MK1038" in (out / "kernels.py").read_text()
+    r = CliRunner().invoke(main, ["port", "--help"])
+    assert "--double [reject|float]" in r.output and "MK1038" in r.output

@@ -10,6 +10,7 @@ import re
 
 from ..parse import walk
 from . import table as T
+from .doubles import demote
 from .facts import SYNC_COUNTER, SYNC_VOTES, Call, Function, SharedVar, call_keys, resolve
 from .spaces import MEMORY_SPACES
 from .symbols import functor_shared_name, mangle
@@ -105,6 +106,12 @@ class CallRewriter:
 
     def rule_call(self, node, name: str, rule: T.Rule):
         args = self.args(node)
+        if rule.kind == "flag" and rule.code == "MK1001":  # make_double2, __dadd_rn ... (doubles.py)
+            metal = self.double_site(node, name)
+            if metal is None:
+                return None
+            rendered = [self.rw(a) for a in args]
+            return metal.format(*rendered, args=", ".join(rendered))
         if rule.kind == "flag":
             self.diag(rule.code, node, f"'{name}' has no Metal counterpart")
             self.count_ref(rule, name, converted=False)
@@ -223,6 +230,7 @@ class CallRewriter:
     def check_warp_type(self, node, name, value):
         v = self.env.get(self.text(value)) if value.type == "identifier" else None
         t = (v.elem if v is not None and v.kind == "value" else "") or ""
+        t = demote(t) if self.tr.demote else t
         if t.strip() in ("double", "long long", "unsigned long long", "long", "unsigned long", "int64_t",
                          "uint64_t", "size_t") or "long long" in t:
             self.diag("MK1029", node, f"'{name}' of a {t.strip()}")

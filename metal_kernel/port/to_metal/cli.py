@@ -1,4 +1,4 @@
-"""`metal-kernel port FILE.cu -o DIR [--json] [--stats] [--verify]`.
+"""`metal-kernel port FILE.cu -o DIR [--json] [--stats] [--verify] [--double float]`.
 
 Writes DIR/NAME.metal (the port), DIR/NAME.py (a launcher per kernel) and
 DIR/NAME.port.json (kernels, diagnostics, statistics, verification), each
@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 
 import click
+
+from .doubles import MODES
 
 
 def _write_atomic(path: Path, text: str):
@@ -59,8 +61,15 @@ def _parse_sizes(values) -> dict:
 @click.option("--capture/--no-capture", default=True, show_default=True,
               help="With --verify, size the inputs from the file's own launches (builds and runs its main).")
 @click.option("--fast-math", is_flag=True, help="Map expf & co. to fast:: instead of precise::.")
+@click.option("--double", "double", type=click.Choice(MODES), default="reject", show_default=True,
+              help="Apple GPUs have no 64-bit floating point. 'reject': a kernel using double is not translated "
+                   "(MK1001). 'float': double computed inside a kernel (local accumulators, casts, double2, math) "
+                   "is computed in float, so results differ by float rounding; each site is a MK1038 warning and "
+                   "--verify compares with the original computing in double. A kernel parameter or host-written "
+                   "global of a double type stays MK1001 (the host lays it out as doubles).")
 @click.option("--no-check", is_flag=True, help="With --verify, do not run the sides under metal_kernel.check().")
-def port_cmd(file, out_dir, include_dirs, defines, as_json, stats, verify, sizes, capture, fast_math, no_check):
+def port_cmd(file, out_dir, include_dirs, defines, as_json, stats, verify, sizes, capture, fast_math, double,
+             no_check):
     """Port a CUDA FILE to Metal, with numbered diagnostics and a verified launcher.
 
     \b
@@ -68,6 +77,7 @@ def port_cmd(file, out_dir, include_dirs, defines, as_json, stats, verify, sizes
       metal-kernel port kernels.cu -o out/                  # kernels.metal, kernels.py, kernels.port.json
       metal-kernel port kernels.cu -o out/ --verify --stats # prove each kernel, hipify-style counts
       metal-kernel port kernels.cu --verify --size n=4096 --size block=256
+      metal-kernel port kernels.cu --verify --double float  # local doubles computed in float (MK1038)
     """
     from .capture import capture_launches, explicit_instantiations
     from .porting import port_cuda
@@ -86,7 +96,8 @@ def port_cmd(file, out_dir, include_dirs, defines, as_json, stats, verify, sizes
     for d in defines:
         name, sep, value = d.partition("=")
         defs[name] = value if sep else None
-    p = port_cuda(source, filename=file, include_dirs=include_dirs, defines=defs, fast_math=fast_math)
+    p = port_cuda(source, filename=file, include_dirs=include_dirs, defines=defs, fast_math=fast_math,
+                  double=double)
     if not p.kernels and any(d.code == "MK1017" and "does not preprocess" in d.message for d in p.diagnostics):
         for d in p.diagnostics:
             click.echo(f"error: {d}", err=True)
@@ -100,8 +111,7 @@ def port_cmd(file, out_dir, include_dirs, defines, as_json, stats, verify, sizes
                 click.echo(f"note: {msg}; kernels without a recorded launch use --size", err=True)
             extra = explicit_instantiations(p, list(captures))
             if extra:  # template kernels the program launched with deduced arguments
-                p = port_cuda(source + extra, filename=file, include_dirs=include_dirs, defines=defs,
-                              fast_math=fast_math)
+                p = p.port_again(source + extra)
         p.load()
         p.verify_all(sizes=size_map, captures=captures, check=not no_check)
     else:

@@ -24,6 +24,7 @@ from ..analyse import Instantiation
 from ..parse import declarator_name, file_scope, is_function_declarator, keywords, walk
 from . import table as T
 from .diagnostics import Diagnostic, make
+from .doubles import Layouts, mentions_double
 from .facts import Facts, Function
 from .globals_init import global_bytes
 from .helpers import helper_text
@@ -56,6 +57,10 @@ class Emitter:
         self.facts = facts
         self.tr = tr
         self.typedefs = self.collect_typedefs()
+        self.layouts = Layouts(src, self.typedefs)
+        # With double="float": helpers and file-scope names whose port computes a double in float (MK1038).
+        self.demoted_functions: set[str] = set()
+        self.demoted_names: set[str] = set()
         self.kernels: list[KernelPort] = []
         self.kernel_text: dict[int, tuple[str, list[KernelPort]]] = {}  # kernel node start -> (text, ports)
         self.instances: dict[int, dict[tuple, tuple[str, list[Diagnostic]]]] = {}  # helper start -> sig -> text
@@ -134,21 +139,43 @@ class Emitter:
                 r.errors.append(d)
                 spellings.append((f"{f.name}<>", None))
         lines = []
+        # The template arguments as the port writes them (double="float": a double one may equal another).
+        written = {sp: tuple(r.render_type_text(a) for a in split_template_args(ta)) for sp, ta in spellings if ta}
         for spelling, targs in spellings:
             name = self.unique_name(metal_name(spelling) if targs is not None else r.metal_function_name)
             port = r.port(spelling, name, targs)
             ports.append(port)
             if targs is not None:
                 lines.append(r.instantiation_line(name, targs) if r.param_list else None)
-                for a in split_template_args(targs):
-                    if re.search(r"\bdouble\b", a):
-                        port.diagnostics.append(self.tr.diagnose(
-                            "MK1001", f.node, f"instantiation '{spelling}': 'double' (Apple GPUs have no 64-bit "
-                                              "floating point)", spelling))
+                if mentions_double(targs):
+                    self.double_instantiation(f, port, written)
             else:
                 lines.append(None)
         self.kernel_text[f.node.start_byte] = (text, ports, lines, r)
         self.kernels.extend(ports)
+
+    def double_instantiation(self, f: Function, port: KernelPort, written: dict):
+        """A kernel template instantiated with double: MK1001, or with
+        double="float" computed in float (MK1038) unless the host lays the
+        double out (a parameter: KernelRenderer.port) or the float
+        instantiation is the file's too (Metal cannot instantiate it twice)."""
+        spelling = port.spelling
+        if not self.tr.demote:
+            port.diagnostics.append(self.tr.diagnose(
+                "MK1001", f.node, f"instantiation '{spelling}': 'double' (Apple GPUs have no 64-bit floating point)",
+                spelling))
+            return
+        order = list(written)
+        twin = next((o for o in order if o != spelling and written[o] == written[spelling] and
+                     (not mentions_double(o) or order.index(o) < order.index(spelling))), None)
+        if twin is not None:
+            port.diagnostics.append(self.tr.diagnose(
+                "MK1001", f.node, f"instantiation '{spelling}' computed in float is '{twin}', which the file "
+                                  "instantiates too: Metal cannot instantiate a template twice", spelling))
+        elif not port.diagnostics:
+            self.tr.diagnose("MK1038", f.node, f"instantiation '{spelling}': its double computed in float "
+                                               "(double=\"float\")", spelling)
+            port.demoted = True
 
     def unique_name(self, name: str) -> str:
         base, k = name, 2
@@ -186,6 +213,8 @@ class Emitter:
             text, d = self.translator_failure(f, e)
             r.errors.append(d)
         per[sig] = (text, r.errors)
+        if r.demotions:
+            self.demoted_functions.add(f.name)
         self.errors_by_function.setdefault(f.name, []).extend(d for d in r.errors
                                                               if d not in self.errors_by_function.get(f.name, []))
 
@@ -302,10 +331,15 @@ class Emitter:
                         used |= self.names_used(g)
                 for name in sorted(used & set(self.broken_names)):
                     errs += [d for d in self.broken_names[name] if d not in errs]
+            demoted = r.demotions > 0 or bool(self.demoted_functions & set(reach))
+            if self.demoted_names and not demoted:
+                demoted = bool(self.demoted_names & self.names_used(f).union(
+                    *(self.names_used(g) for name in reach for g in self.facts.by_name.get(name, []))))
             for p in ports:
                 own = errs + [d for d in self.functor_errors(p.spelling) if d not in errs]
                 p.diagnostics = own + [d for d in p.diagnostics if d not in own]
                 p.translated = not p.diagnostics
+                p.demoted = p.demoted or demoted
 
     def functor_errors(self, spelling: str) -> list[Diagnostic]:
         """MK1024 for an instantiation whose template arguments name a device
@@ -433,6 +467,8 @@ class Emitter:
             return []
         r = self.file_renderer()
         text = r.rw(node)
+        if r.demotions:
+            self.demoted_names |= self.declared_names(node)
         if not r.errors:
             return [Chunk(text)]
         for n in walk(node):
@@ -447,8 +483,14 @@ class Emitter:
         declarators = node.children_by_field_name("declarator")
         if any(is_function_declarator(d) for d in declarators):
             return []  # prototypes: the definitions follow
-        if "__shared__" in kw:
-            return []  # declared in the kernels that use them
+        if "__shared__" in kw:  # declared in the kernels that use them (render_type_text): a double is diagnosed here
+            r = self.file_renderer()
+            r.scan_doubles(node.child_by_field_name("type"))
+            names = {self.src.node_text(n) for n in map(declarator_name, declarators) if n is not None}
+            for name in names if r.errors else ():
+                self.broken_names.setdefault(name, []).extend(r.errors)
+            self.demoted_names |= names if r.demotions else set()
+            return []
         if kw & {"__constant__", "__device__", "__managed__"}:
             out = []
             for d in declarators:
@@ -461,15 +503,37 @@ class Emitter:
                     d = self.tr.diagnose("MK1009", node, f"__constant__ '{g.name}' holds {nbytes} bytes "
                                                          f"(CUDA's constant bank: {T.MAX_CONSTANT_BYTES})")
                     self.broken_names.setdefault(g.name, []).append(d)
+                double = self.double_global(g, node)
                 if g.buffer:
                     self.tr.diagnose("MK1023", node, f"'{g.name}' is a buffer parameter of the kernels that use it")
                     continue
                 r = self.file_renderer()
                 type_text = r.render_type_text(g.type_text)
                 init = g.init if g.init is not None else "{}"
-                out.append(Chunk(f"constant {type_text} {g.name}{''.join(g.dims)} = {init};"))
+                text = f"constant {type_text} {g.name}{''.join(g.dims)} = {init};"
+                if double is not None:
+                    text = self.disable(text, [double]) if double.severity == "error" else double.comment() + "\n" + text
+                out.append(Chunk(text))
             return out
         return self.file_chunk(node)
+
+    def double_global(self, g, node) -> Diagnostic | None:
+        """A __constant__ / __device__ variable holding a double: MK1001 for the
+        kernels that use it when the host writes or reads it (a buffer: its
+        bytes are doubles) or double="reject"; else a MK1038 warning."""
+        if not self.layouts.holds_double(g.type_text):
+            return None
+        refused = g.buffer or not self.tr.demote
+        (self.tr.unconverted if refused else self.tr.converted)[(T.BY_NAME["double"].category, "double")] += 1
+        if refused:
+            why = "the host writes and reads it as 8-byte doubles, so the port cannot compute it in float, not even " \
+                  "with double=\"float\"" if g.buffer else "Apple GPUs have no 64-bit floating point"
+            d = self.tr.diagnose("MK1001", node, f"'{g.name}' ('{' '.join(g.type_text.split())}'): {why}")
+            self.broken_names.setdefault(g.name, []).append(d)
+            return d
+        self.demoted_names.add(g.name)
+        return self.tr.diagnose("MK1038", node, f"'{g.name}' ('{' '.join(g.type_text.split())}') computed in float "
+                                                "(double=\"float\")")
 
     def function_chunks(self, fn_node, template) -> list[Chunk]:
         f = next((g for g in self.facts.functions if g.node.start_byte == fn_node.start_byte), None)

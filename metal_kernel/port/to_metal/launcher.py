@@ -224,7 +224,8 @@ class PortLibrary:
         for k in report["kernels"]:
             port = KernelPort(k["spelling"], k["metal_name"], k["file"], k["line"],
                               [ParamSpec(**p) for p in k["params"]], [GlobalSpec(**g) for g in k["globals"]],
-                              k["dynamic_shared"], k["max_threads"], [], k["translated"], k.get("present_mask", False))
+                              k["dynamic_shared"], k["max_threads"], [], k["translated"], k.get("present_mask", False),
+                              k.get("demoted", False))
             port.diagnostics = [Diagnostic(**d) for d in report["diagnostics"] if d["code"] in k["why_not"]]
             kernels.append(port)
         lib = compile_shader(Path(metal_path).read_text(), source_name=str(metal_path))
@@ -257,7 +258,8 @@ def launcher_module(stem: str, source_name: str, kernels: list[KernelPort]) -> s
             fname = "k_" + fname
         used.add(fname)
         params = ", ".join(f"{p.cuda_type}{'*' if p.kind == 'buffer' else ''} {p.name}" for p in k.params)
+        demoted = " (its double computed in float: MK1038)" if k.demoted else ""
         lines += ["", f"def {fname}(*args, grid, block, shared_mem=0):",
-                  f'    """{k.spelling}({params}) -> Metal kernel {k.metal_name}"""',
+                  f'    """{k.spelling}({params}) -> Metal kernel {k.metal_name}{demoted}"""',
                   f"    return library[{k.spelling!r}](*args, grid=grid, block=block, shared_mem=shared_mem)", ""]
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from .calls import CallRewriter
 from .conversions import BfloatConversions
 from .diagnostics import Diagnostic, make
 from .divergence import WarpChecks
+from .doubles import DoubleSites, demote
 from .facts import Facts, Function, Param
 from .lambdas import LambdaLowering
 from .source import CudaSource
@@ -43,6 +44,7 @@ class Translation:
     src: CudaSource
     facts: Facts
     fast_math: bool = False
+    double: str = "reject"  # port_cuda's double=: "float" computes local doubles in float (doubles.py)
     diagnostics: dict = field(default_factory=dict)  # (code, offset, message) -> Diagnostic
     helpers: set = field(default_factory=set)
     converted: Counter = field(default_factory=Counter)  # (category, name)
@@ -52,6 +54,10 @@ class Translation:
     requests: dict = field(default_factory=dict)  # helper node start -> {sig: None}
     counted: set = field(default_factory=set)  # function nodes whose references are counted
     literal_note: set = field(default_factory=set)  # functions with a MK1019 note
+
+    @property
+    def demote(self) -> bool:
+        return self.double == "float"
 
     def diagnose(self, code: str, node, message: str, function: str = "") -> Diagnostic:
         d = make(code, self.src.where(node), message, function)
@@ -70,10 +76,10 @@ class Translation:
         return per[sig]
 
 
-class Renderer(CallRewriter, WarpChecks, BfloatConversions, LambdaLowering):
+class Renderer(CallRewriter, WarpChecks, BfloatConversions, LambdaLowering, DoubleSites):
     """The Metal text of one function instance (or of a file-scope item); the
     calls are rewritten by calls.CallRewriter, warp masks and divergence
-    checked by divergence.WarpChecks."""
+    checked by divergence.WarpChecks, double types by doubles.DoubleSites."""
 
     def __init__(self, tr: Translation, fn: Function | None, sig: tuple = (), kernel_spaces: dict | None = None):
         self.tr = tr
@@ -236,19 +242,15 @@ class Renderer(CallRewriter, WarpChecks, BfloatConversions, LambdaLowering):
 
     # ------------------------------------------------------------- types --
     def h_primitive_type(self, node):
-        text = self.text(node)
-        if text == "double":
-            self.diag("MK1001", node, "'double': Apple GPUs have no 64-bit floating point")
-            self.count_ref(T.BY_NAME["double"], "double", converted=False)
+        if self.text(node) == "double" and node.parent.type != "sized_type_specifier":
+            return self.double_site(node, "double")
         return None
 
     def h_sized_type_specifier(self, node):
         text = " ".join(self.text(node).split())
         words = text.split()
         if "double" in words:
-            self.diag("MK1001", node, f"'{text}': Apple GPUs have no 64-bit floating point")
-            self.count_ref(T.BY_NAME["double"], "double", converted=False)
-            return None
+            return self.double_site(node, text)
         if words.count("long") == 2:
             unsigned = "unsigned" in words
             self.count_ref(T.BY_NAME["long long"], text)
@@ -284,6 +286,8 @@ class Renderer(CallRewriter, WarpChecks, BfloatConversions, LambdaLowering):
             return None
         if node.type == "identifier" and self.env.get(text) is not None and rule.kind == "name":
             return None  # a variable that happens to be named like a CUDA type (`int dim3`)
+        if rule.kind == "flag" and rule.code == "MK1001":
+            return self.double_site(node, text)
         if rule.kind == "flag":
             self.diag(rule.code, node, f"'{text}' has no Metal counterpart")
             self.count_ref(rule, text, converted=False)
@@ -353,6 +357,7 @@ class Renderer(CallRewriter, WarpChecks, BfloatConversions, LambdaLowering):
     def h_declaration(self, node):
         kw = keywords(node)
         if "__shared__" in kw:
+            self.scan_doubles(node.child_by_field_name("type"))  # the port writes its type with render_type_text
             return self.shared_declaration(node)
         prefix = self.declaration_space(node)
         if prefix is None:
@@ -413,6 +418,8 @@ class Renderer(CallRewriter, WarpChecks, BfloatConversions, LambdaLowering):
         def rename(m):
             rule = T.BY_NAME.get(m.group(0))
             return rule.metal if rule is not None and rule.kind == "name" and rule.code != "MK1030" else m.group(0)
+        if self.tr.demote:  # each site is diagnosed where the CUDA spells it (scan_doubles)
+            text = demote(text)
         text = re.sub(r"\bunsigned\s+long\s+long(\s+int)?\b", "ulong", text)
         text = re.sub(r"\blong\s+long(\s+int)?\b", "long", text)
         return re.sub(r"\b\w+\b", rename, text)
@@ -463,7 +470,13 @@ class Renderer(CallRewriter, WarpChecks, BfloatConversions, LambdaLowering):
     # ------------------------------------------------------------- calls --
     # -------------------------------------------------------- statements --
     def h_expression_statement(self, node):
-        """printf, assert, __nanosleep: the statement is removed (with its diagnostic)."""
+        """printf, assert, __nanosleep: the statement is removed (with its
+        diagnostic); `__trap();` in a kernel's own body ends the thread."""
+        if self.kernel_trap(node):
+            self.diag("MK1039", node, "'__trap()' ends this thread in the port (CUDA aborts the whole grid)")
+            self.count_ref(T.BY_NAME["__trap"], "__trap")
+            self.changed(node)
+            return "return;"
         for call in walk(node):
             if call.type != "call_expression":
                 continue
@@ -479,6 +492,21 @@ class Renderer(CallRewriter, WarpChecks, BfloatConversions, LambdaLowering):
         self.count_ref(rule, name, converted=False)
         self.changed(node)
         return ";"
+
+    def kernel_trap(self, node) -> bool:
+        """`__trap();` as a statement of a __global__ function's body (in any
+        block or branch of it, not in a lambda): a `return` there ends the
+        thread. In a device function it would only leave that function."""
+        call = node.named_children[0] if node.named_children else None
+        fn = call.child_by_field_name("function") if call is not None and call.type == "call_expression" else None
+        if fn is None or self.text(fn) != "__trap" or self.args(call) or self.fn is None or not self.fn.kernel:
+            return False
+        p = node.parent
+        while p is not None and p != self.fn.body:
+            if p.type == "lambda_expression":
+                return False
+            p = p.parent
+        return p is not None
 
     def h_ERROR(self, node):
         self.diag("MK1017", node, f"the CUDA does not parse here: '{' '.join(self.text(node).split())[:40]}'")

@@ -83,12 +83,14 @@ class KernelPort:
     diagnostics: list[Diagnostic] = field(default_factory=list)  # errors that keep it out of the port
     translated: bool = True
     present_mask: bool = False  # the kernel tests buffer parameters against NULL: a mask says which were given
+    demoted: bool = False  # double="float": it (or a helper, type or constant it uses) computes double in float
+    accumulations: list = field(default_factory=list)  # loops around its double locals' updates (doubles.py)
 
     def to_json(self) -> dict:
         return {"spelling": self.spelling, "metal_name": self.metal_name, "file": self.file, "line": self.line,
                 "params": [p.to_json() for p in self.params], "globals": [g.to_json() for g in self.globals],
                 "dynamic_shared": self.dynamic_shared, "max_threads": self.max_threads,
-                "present_mask": self.present_mask,
+                "present_mask": self.present_mask, "demoted": self.demoted,
                 "translated": self.translated, "why_not": [d.code for d in self.diagnostics]}
 
 

@@ -6,6 +6,7 @@ prove each kernel computes what the original does.
     lib = p.load()                                       # the port, compiled
     p.verify("scale<float>", x, y, 1.5, n, grid=4, block=128)
     p.verify_all(sizes={"n": 4096})
+    port.port_cuda(source, double="float")              # local doubles computed in float (MK1038)
 
 Stages: source.py (pass 1, parse, the front end's analysis) -> facts.py
 (functions, calls, what each needs) -> mapper.py / emit.py (the Metal) ->
@@ -21,6 +22,7 @@ from ...runtime.errors import MetalCompileError
 from ..parse import file_scope
 from . import stats as stats_mod
 from .diagnostics import Diagnostic, make
+from .doubles import check_mode
 from .emit import Emitter
 from .facts import collect
 from .launcher import PortLibrary
@@ -45,6 +47,8 @@ class PortResult:
     verifications: dict = field(default_factory=dict)  # spelling -> VerifyResult
     global_sizes: dict = field(default_factory=dict)
     global_init: dict = field(default_factory=dict)
+    fast_math: bool = False
+    double: str = "reject"  # port_cuda's double=: "float" computes local doubles in float (MK1038)
     _library: PortLibrary | None = None
     _cuda = None
     _src: CudaSource | None = None
@@ -72,6 +76,12 @@ class PortResult:
                 return k
         lib = self.load()
         return lib[name].port
+
+    def port_again(self, source: str) -> PortResult:
+        """port_cuda on another text of the file (e.g. with the instantiations
+        a program's launches deduced) with this port's options."""
+        return port_cuda(source, filename=self.filename, include_dirs=self.include_dirs, defines=self.defines,
+                         fast_math=self.fast_math, double=self.double)
 
     # -------------------------------------------------------------- load --
     def load(self) -> PortLibrary:
@@ -221,6 +231,8 @@ class PortResult:
     def to_json(self) -> dict:
         return {
             "file": self.filename,
+            "double": self.double,
+            "fast_math": self.fast_math,
             "kernels": [k.to_json() for k in self.kernels],
             "diagnostics": [d.to_json() for d in self.diagnostics],
             "stats": self.stats,
@@ -234,6 +246,7 @@ class PortResult:
                  f"{sum(k.translated for k in self.kernels)} translated"]
         for k in self.kernels:
             state = "translated" if k.translated else "NOT translated"
+            state += ", double computed in float" if k.translated and k.demoted else ""
             v = self.verified.get(k.spelling)
             if v is not None:
                 state += ", verified" if v else ", verification FAILED"
@@ -291,19 +304,25 @@ def _tidy(text: str) -> str:
 
 
 def port_cuda(source: str, filename: str = "kernels.cu", include_dirs=(), defines=None,
-              fast_math: bool = False) -> PortResult:
+              fast_math: bool = False, double: str = "reject") -> PortResult:
     """Translates CUDA source to Metal. Never raises on what it cannot
     translate: each such construct is a diagnostic, and a kernel that needs
     one is left out of the port (kept in #if 0). `fast_math`: map expf & co.
-    to fast:: instead of precise::."""
+    to fast:: instead of precise::. `double`: "reject" (a kernel using
+    double is not translated, MK1001) or "float" (what a kernel computes in
+    double inside itself is computed in float, each site a MK1038 warning;
+    a kernel parameter or host-written global holding a double stays MK1001:
+    see doubles.py)."""
     if not isinstance(source, str):
         raise TypeError(f"port_cuda expects the CUDA source as a str, got {type(source).__name__}")
+    check_mode(double)
     try:
         src = load_source(source, filename, include_dirs, defines)
     except PreprocessError as e:
         d = make("MK1017", (e.file or filename, e.line or 0, 1), f"the file does not preprocess: {e}")
-        return PortResult(source, filename, [], [], [d], _empty_counts(source), tuple(include_dirs), defines)
-    return _translate(src, source, filename, tuple(include_dirs), defines, fast_math)
+        return PortResult(source, filename, [], [], [d], _empty_counts(source), tuple(include_dirs), defines,
+                          fast_math=fast_math, double=double)
+    return _translate(src, source, filename, tuple(include_dirs), defines, fast_math, double)
 
 
 def _empty_counts(source: str) -> dict:
@@ -313,9 +332,10 @@ def _empty_counts(source: str) -> dict:
             "total": source.count("\n") + 1}
 
 
-def _translate(src: CudaSource, source: str, filename: str, include_dirs, defines, fast_math) -> PortResult:
+def _translate(src: CudaSource, source: str, filename: str, include_dirs, defines, fast_math,
+               double) -> PortResult:
     facts = collect(src)
-    tr = Translation(src, facts, fast_math)
+    tr = Translation(src, facts, fast_math, double)
     for note in src.unit.notes:
         m = re.match(r"(.*):(\d+): (.*)", note)
         if m:
@@ -329,7 +349,7 @@ def _translate(src: CudaSource, source: str, filename: str, include_dirs, define
 
     sizes, init = initial_values(src, facts)
     return PortResult(source, filename, chunks, kernels, diags, counts, include_dirs, defines,
-                      global_sizes=sizes, global_init=init, _src=src)
+                      global_sizes=sizes, global_init=init, fast_math=fast_math, double=double, _src=src)
 
 
 def _user_line_count(src: CudaSource) -> int:

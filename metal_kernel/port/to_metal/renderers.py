@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ..analyse import Analyser
 from ..parse import declarator_name, keywords, walk
 from . import table as T
+from .doubles import accumulations, interface_message, mentions_double
 from .facts import SYNC_COUNTER, Function, Needs, SharedVar
 from .mapper import Renderer, Translation, kernel_param_is_modified
 from .model import ELEMENT_BYTES, SCALAR_DTYPES, GlobalSpec, KernelPort, ParamSpec, canonical_type
@@ -245,6 +246,8 @@ class KernelRenderer(FunctionRenderer):
         for i, p in enumerate(fn.params):
             name = p.name or f"mk_unused{i}"
             type_node = p.node.child_by_field_name("type")
+            # The host lays the parameters out: a double there stays MK1001 (doubles.py).
+            self.interface = (name, self.text(p.node))
             if p.pointer:
                 if p.depth > 1:
                     self.diag("MK1032", p.node, f"parameter '{name}' is a pointer to pointers")
@@ -258,6 +261,7 @@ class KernelRenderer(FunctionRenderer):
                 t = self.rw(type_node)
                 pname = f"mk_arg_{name}" if name in self.modified else name
                 params.append(f"constant {t}& {pname} [[buffer({i})]]")
+            self.interface = None
         n = len(fn.params)
         for k, g in enumerate(self.needs.globals):
             params.append(f"{self.global_param(g)} [[buffer({n + k})]]")
@@ -354,11 +358,16 @@ class KernelRenderer(FunctionRenderer):
     def port(self, spelling: str, name: str, targs: str | None) -> KernelPort:
         fn = self.fn
         mapping = dict(zip(fn.template_params, split_template_args(targs))) if targs else {}
-        params = []
+        params, errors = [], []
         for p in fn.params:
             type_node = p.node.child_by_field_name("type")
             text = substitute(self.text(type_node) if type_node is not None else "", mapping)
             ct = canonical_type(text, self.em.typedefs)
+            if not mentions_double(self.text(p.node)) and self.em.layouts.holds_double(text):
+                # through a typedef, a struct's fields or a template argument (spelled: render())
+                where = f" of '{spelling}'" if targs else ""
+                decl = substitute(self.text(p.node), mapping)
+                errors.append(self.tr.diagnose("MK1001", p.node, interface_message(p.name, decl, where), spelling))
             if p.pointer:
                 usage = "inout"
                 if p.const_pointee or p.name not in self.written:
@@ -376,9 +385,11 @@ class KernelRenderer(FunctionRenderer):
             globals_.append(GlobalSpec(g, "constant" if gl.kind == "constant" else "device",
                                        canonical_type(gl.type_text, self.em.typedefs), None))
         file, line, _ = self.src.where(fn.node)
+        sums = accumulations(self.src, fn, lambda t: self.em.layouts.holds_double(substitute(t, mapping))) \
+            if self.tr.demote else []
         return KernelPort(spelling, name, file, line, params, globals_,
-                          self.primary_extern() is not None or self.needs.dynamic, self.max_threads,
-                          present_mask=bool(self.null_tested))
+                          self.primary_extern() is not None or self.needs.dynamic, self.max_threads, errors,
+                          present_mask=bool(self.null_tested), accumulations=sums)
 
     # ------------------------------------------------------- null tests --
     def h_binary_expression(self, node):

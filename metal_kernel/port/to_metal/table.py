@@ -49,7 +49,11 @@ DIAGNOSTICS: dict[str, DiagnosticKind] = {d.code: d for d in [
     _D("MK1001", "error", "double precision",
        "Apple GPUs have no 64-bit floating point: Metal rejects `double` at pipeline creation, and a silent "
        "demotion to float changes results.",
-       "Use float (check the accuracy you need), or emulate double with float pairs (about 36-68x slower)."),
+       "Where double is only computed inside the kernel (local accumulators, casts, math), port with "
+       "`double=\"float\"` (`--double float`): it is computed in float, each site a MK1038 warning, and verify "
+       "compares the results. A kernel parameter or a host-written global of a double type stays MK1001 even then "
+       "(the host fills it with 8-byte doubles): make it float in the CUDA, or emulate double with float pairs "
+       "(about 36-68x slower)."),
     _D("MK1002", "error", "inline assembly",
        "Metal has no inline assembly; PTX instructions have no Metal equivalent the translator could know.",
        "Rewrite the asm block with Metal functions (simd_* for lane ids and shuffles, atomic_* for atomics)."),
@@ -191,9 +195,27 @@ DIAGNOSTICS: dict[str, DiagnosticKind] = {d.code: d for d in [
        "the lanes active at the call: the port's result differs whenever the lanes diverge here.",
        "Move the warp function out of the lane-dependent branch (compute both sides, then select), or keep "
        "`verify` on inputs that take every path."),
+    _D("MK1038", "warning", "double computed in float",
+       "Apple GPUs have no 64-bit floating point. With `double=\"float\"` (`--double float`) the port computes "
+       "this `double` (a local variable, a cast, `double2`..`double4`, `make_double*`, math on them, a template "
+       "argument used for locals) in float, so the results differ from CUDA's by float rounding: a sum of n terms "
+       "carries about n times float's unit roundoff (2^-24) instead of double's (2^-53). Only what stays inside "
+       "the kernel is demoted; a parameter or host-written global of a double type keeps MK1001.",
+       "Verify the kernel (verify compares the port with the original computing in double); if it fails, the "
+       "kernel needs double's precision: reorder the computation (pairwise or compensated sums) or emulate "
+       "double with float pairs."),
+    _D("MK1039", "warning", "__trap() ends the thread",
+       "Metal kernels cannot abort. The port ends this thread (`return;`) where CUDA aborts the whole grid and "
+       "the host gets an error, so the outputs differ only on inputs where the original traps; the other "
+       "threads run on (a barrier after it must not be waited for by the threads that returned).",
+       "Check the trap's condition on the host before the launch (or write a flag to a debug buffer), and verify "
+       "on inputs that do not trap."),
 ]}
 
 # --------------------------------------------------------------------- rules --
+_DEMOTE_NOTE = ("the Metal only with `double=\"float\"` (`--double float`), each use a MK1038 warning; by default, "
+                "and in a kernel parameter or a host-written global, MK1001")
+_NO_FLOAT = "no float counterpart ({}): MK1001 with either `double=`"
 K, DF, MEM, SYNC, WARP, ATOM, MATH, HALF, CG, LAUNCH, TYPE = CATEGORIES
 _R = Rule
 
@@ -432,9 +454,18 @@ RULES: list[Rule] = [
     _R("int3", "packed_int3", TYPE, "name", code="MK1030", note="only in buffers and structs"),
     _R("uint3", "packed_uint3", TYPE, "name", code="MK1030", note="only in buffers and structs"),
     # -------------------------------------------- flagged, not translated --
-    _R("double", "", MATH, "flag", code="MK1001"),
-    *[_R(f"double{n}", "", MATH, "flag", code="MK1001") for n in (1, 2, 3, 4)],
-    *[_R(f"make_double{n}", "", MATH, "flag", code="MK1001") for n in (2, 3, 4)],
+    # double: the Metal is what double="float" computes it with (doubles.py)
+    _R("double", "float", MATH, "flag", code="MK1001", note=_DEMOTE_NOTE),
+    *[_R(f"double{n}", f"float{n}", MATH, "flag", code="MK1001", note=_DEMOTE_NOTE) for n in (2, 3, 4)],
+    *[_R(f"make_double{n}", f"float{n}({{args}})", MATH, "flag", code="MK1001", note=_DEMOTE_NOTE) for n in (2, 3, 4)],
+    _R("__dadd_rn", "({0} + {1})", MATH, "flag", code="MK1001", note=_DEMOTE_NOTE),
+    _R("__dmul_rn", "({0} * {1})", MATH, "flag", code="MK1001", note=_DEMOTE_NOTE),
+    _R("__double2float_rn", "float({0})", MATH, "flag", code="MK1001", note=_DEMOTE_NOTE),
+    _R("__int2double_rn", "float({0})", MATH, "flag", code="MK1001", note=_DEMOTE_NOTE),
+    _R("double1", "", MATH, "flag", code="MK1001", note=_NO_FLOAT.format("Metal has no 1-component vector")),
+    *[_R(f, "", MATH, "flag", code="MK1001", note=_NO_FLOAT.format("the bits of a double"))
+      for f in ("__double_as_longlong", "__longlong_as_double", "__double2hiint", "__double2loint",
+                "__hiloint2double")],
     _R("asm", "", K, "flag", code="MK1002"),
     _R("printf", "", K, "statement", code="MK1006"),
     _R("assert", "", K, "statement", code="MK1015"),
@@ -447,7 +478,9 @@ RULES: list[Rule] = [
     _R("cub", "", K, "flag", code="MK1016"),
     *[_R(f, "", WARP, "flag", code="MK1017", note="pre-Volta warp function without a mask")
       for f in ("__shfl", "__shfl_up", "__shfl_down", "__shfl_xor", "__ballot", "__any", "__all")],
-    _R("__trap", "", K, "flag", code="MK1017"), _R("__brkpt", "", K, "flag", code="MK1017"),
+    _R("__trap", "", K, "flag", code="MK1017",
+       note="a `__trap();` statement in a kernel's own body is `return;` (MK1039); in a device function MK1017"),
+    _R("__brkpt", "", K, "flag", code="MK1017"),
     _R("__prof_trigger", "", K, "flag", code="MK1017"),
 ]
 
