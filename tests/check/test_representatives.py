@@ -277,10 +277,15 @@ def test_edge_conditions_make_kinds_of_groups_and_each_kind_is_checked(lib):
     out = np.full(x.size, np.nan, np.float32)
     report = _check(lambda: lib.guarded_by_the_grid(x, out, np.uint32(x.size), threads=x.size, group_size=64))
     assert report.ok and report.by_representatives == 1, str(report)
-    # n inside group 6: it reads slots its threads past n never wrote.
+    # n inside group 6: groups 6 to 9 read slots their threads past n never
+    # wrote (group 6's 54 threads that read past its first 10 slots, every
+    # thread of groups 7 to 9), groups 0 to 5 are clean. The occurrences are
+    # folded into one finding, which names the group that hit it first: two
+    # workers run groups 6 and 7 at once, so either.
     report = _check(lambda: lib.short_last_group(x, out, np.uint32(6 * 64 + 10), threads=x.size, group_size=64))
     uninit = [f for f in report.findings if f.kind == "uninit"]
-    assert uninit and {f.threadgroup for f in uninit} == {(6, 0, 0)}, str(report)
+    assert uninit and {f.threadgroup for f in uninit} <= {(g, 0, 0) for g in (6, 7, 8, 9)}, str(report)
+    assert sum(f.count for f in uninit) == 54 + 3 * 64, str(report)
     # Groups 7 to 9 are wholly past n and race; groups 0 to 6 are clean.
     out = np.full(10, np.nan, np.float32)
     report = _check(lambda: lib.race_past_n(out, np.uint32(7 * 64), threads=x.size, group_size=64))
