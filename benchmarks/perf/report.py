@@ -252,7 +252,7 @@ def summary_line(cls: str, doc: dict) -> str:
                     f"takes {hit * 1e3:.0f} ms" if new is not None and hit is not None else "")
     return (f"- {CLASSES[cls]} ({doc['machine'].get('march')}): metal-kernel's time / PoCL's (PoCL at its best "
             f"settings) {min(ratios):.2f}–{max(ratios):.2f}; saxpy at {frac('saxpy')} of the measured triad "
-            f"bandwidth (in place: {frac('saxpy_inplace')}); 16x16-tiled matmul at {frac('matmul')} and the "
+            f"bandwidth, round by round (in place: {frac('saxpy_inplace')}); 16x16-tiled matmul at {frac('matmul')} and the "
             f"simdgroup-matrix GEMM at {frac('simd_gemm')} of OpenBLAS sgemm with the same threads"
             f"{compile_text}.\n")
 
