@@ -72,17 +72,42 @@ def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None,
     return out
 
 
+def access_group(n: int) -> str:
+    """The placeholder of kernel n's access group (rewrite_module.py numbers
+    it): every memory access of a step call and of the state stores."""
+    return f"!mk.ag.{n}"
+
+
+def parallel_loop(n: int, k: int, which: str) -> str:
+    """The placeholder of the loop metadata of one thread loop of region k
+    (rewrite_module.py numbers it): llvm.loop.parallel_accesses over the
+    kernel's access group.
+
+    The iterations are the threads of a group between two synchronisation
+    points. Metal orders nothing between them there: a thread that reads
+    what another writes in the same region races (undefined, and what the
+    checker reports), so no iteration depends on another through memory.
+    Said to LLVM, the vectoriser needs no run-time alias checks between the
+    buffers, threadgroup memory and the context arrays; with them it ran a
+    16-thread row scalar whenever the checks' cost asked for more
+    iterations than the row has (AVX2: 32)."""
+    return f"!mk.lp.{n}.{k}.{which}"
+
+
 def _call_step(n: int, k: int, x: str, tid: str, suffix: str, store_state: bool = True) -> list[str]:
     """The call of region k's step for one thread, and the store of
-    its new state unless the caller stores the states itself."""
+    its new state unless the caller stores the states itself. Both are in
+    the kernel's access group (the inliner gives the step's own accesses
+    the call's group)."""
+    ag = access_group(n)
     call = [(f"  %r{suffix} = call i32 @__mk_wistep_{n}_{k}(ptr %g, ptr %slots, ptr %stage, ptr %frames, "
-             f"i32 {x}, i32 %y{k}, i32 %z{k}, i32 {tid})")]
+             f"i32 {x}, i32 %y{k}, i32 %z{k}, i32 {tid}), !llvm.access.group {ag}")]
     if not store_state:
         return call
     return call + [
         f"  %t64{suffix} = zext i32 {tid} to i64",
         f"  %sp{suffix} = getelementptr inbounds i32, ptr %states, i64 %t64{suffix}",
-        f"  store i32 %r{suffix}, ptr %sp{suffix}, align 4",
+        f"  store i32 %r{suffix}, ptr %sp{suffix}, align 4, !llvm.access.group {ag}",
     ]
 
 
@@ -123,7 +148,7 @@ def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int], guard: Guard | 
     out += [
         f"  %xn{k} = add nuw i32 %x{k}, 1",
         f"  %c{k} = icmp ult i32 %xn{k}, %x1.{k}",
-        f"  br i1 %c{k}, label %L{k}.inner, label %L{k}.step",
+        f"  br i1 %c{k}, label %L{k}.inner, label %L{k}.step, !llvm.loop {parallel_loop(n, k, 'i')}",
         f"L{k}.step:",
         f"  %xe{k} = phi i32 [ %x1.{k}, %L{k}.inner ]" + (f", [ %xce{k}, %L{k}.cexit ]" if chunk else "")
         + (f", [ %x1r.{k}, %L{k}.fill ]" if guard else ""),
@@ -261,7 +286,7 @@ def _whole_simdgroups(n: int, k: int, exits_k: set[int]) -> list[str]:
     out += [
         f"  %in{k} = add nuw nsw i32 %i{k}, 1",
         f"  %ic{k} = icmp ult i32 %in{k}, {SIMD_WIDTH}",
-        f"  br i1 %ic{k}, label %L{k}.cinner, label %L{k}.clatch",
+        f"  br i1 %ic{k}, label %L{k}.cinner, label %L{k}.clatch, !llvm.loop {parallel_loop(n, k, 'c')}",
         f"L{k}.clatch:",
     ]
     if single:

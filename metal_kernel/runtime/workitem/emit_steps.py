@@ -196,8 +196,13 @@ class StepEmitter:
         n = self.fn.sym
         out = []
         attr = f" #{self.ai_group}" if self.ai_group else ""
-        params = (f"ptr noalias readonly dereferenceable({WIGROUP_SIZE}) align 8 {_ref(self.fn.g)}, "
-                  "ptr noalias %mk.slots, ptr noalias %mk.stage, ptr %mk.frames, "
+        # No `noalias` here: the step is always inlined into the loop
+        # function, whose own parameters say it; on the step's, inlining
+        # leaves llvm.experimental.noalias.scope.decl calls in the thread
+        # loop, which carry no access group and so make LLVM ignore the
+        # loop's parallel_accesses (emit_loop.parallel_loop).
+        params = (f"ptr readonly dereferenceable({WIGROUP_SIZE}) align 8 {_ref(self.fn.g)}, "
+                  "ptr %mk.slots, ptr %mk.stage, ptr %mk.frames, "
                   f"i32 {_ref(self.fn.x)}, i32 {_ref(self.fn.y)}, i32 {_ref(self.fn.z)}, i32 {_ref(self.fn.lin)}")
         start = self.fn.entry if k == 0 else self.fn.syncs[k - 1].cont
         reach = self._reachable(start)

@@ -109,7 +109,37 @@ def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: 
         if ln.startswith(("target ", "source_filename", "; ModuleID")):
             insert_at = i + 1
     out = lines[:insert_at] + [""] + header + [""] + lines[insert_at:] + [""] + generated + decls + groups.lines
-    return Result("\n".join(out) + "\n", modes, reasons, force_inline)
+    return Result(_number_loop_metadata("\n".join(out) + "\n"), modes, reasons, force_inline)
+
+
+_PLACEHOLDER = re.compile(r"!mk\.(ag\.\d+|lp\.\d+\.\d+\.[a-z])\b")
+
+
+def _number_loop_metadata(text: str) -> str:
+    """The loop functions' metadata placeholders (emit_loop.access_group,
+    parallel_loop) as nodes numbered after the module's own: an access
+    group per kernel (`distinct !{}`), and per thread loop a distinct loop
+    node with llvm.loop.parallel_accesses over its kernel's group."""
+    names = list(dict.fromkeys(m.group(1) for m in _PLACEHOLDER.finditer(text)))
+    if not names:
+        return text
+    used = [int(m) for m in re.findall(r"!(\d+)\b", text)]
+    nxt = max(used, default=-1) + 1
+    ids: dict[str, int] = {}
+    defs: list[str] = []
+    for name in sorted(names, key=lambda x: not x.startswith("ag.")):  # groups first
+        ids[name] = nxt
+        if name.startswith("ag."):
+            defs.append(f"!{nxt} = distinct !{{}}")
+            nxt += 1
+        else:
+            group = ids.get("ag." + name.split(".")[1])
+            defs.append(f"!{nxt} = distinct !{{!{nxt}, !{nxt + 1}, !{nxt + 2}}}")
+            defs.append(f'!{nxt + 1} = !{{!"llvm.loop.parallel_accesses", !{group}}}')
+            defs.append(f'!{nxt + 2} = !{{!"llvm.loop.vectorize.enable", i1 true}}')
+            nxt += 3
+    text = _PLACEHOLDER.sub(lambda m: f"!{ids[m.group(1)]}", text)
+    return text + "\n".join(defs) + "\n"
 
 
 class AttributeGroups:
