@@ -16,6 +16,7 @@
 // dispatch with an error naming the thread; the process lives on.
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 // No C++ runtime: this library needs libc alone (pthreads, calloc,
@@ -781,13 +783,40 @@ struct Pool {  // calloc'ed and initialised in mkrt_init
   int nthreads;
   Dispatch* job;
   uint64_t generation;
-  int busy;
+  int busy;  // written under m; read without it by the polling dispatcher
   pthread_mutex_t dispatch_mutex;  // one dispatch at a time
   Worker** workers;  // nthreads entries once every worker has started
   int registered;
 };
 
 Pool* g_pool = nullptr;
+
+uint64_t monotonic_ns() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
+}
+
+// Before blocking on its condition variable, the dispatcher polls for the
+// workers' end for this long: waking a blocked thread on another core costs
+// an inter-processor interrupt, tens of microseconds on a VM, and a short
+// dispatch ends within the window. It yields the core at every turn, so
+// the workers running groups are not held up on a machine with few cores.
+// The workers themselves block as soon as a dispatch is done: polling for
+// the next one took cores from the caller's Python between dispatches and
+// from other processes (a parallel test run).
+constexpr uint64_t kSpinNs = 100000;
+
+// Polls until `done()` or kSpinNs passed; true when done.
+template <class F>
+bool spin_until(F done) {
+  const uint64_t start = monotonic_ns();
+  for (;;) {
+    if (done()) return true;
+    if (monotonic_ns() - start >= kSpinNs) return false;
+    sched_yield();
+  }
+}
 
 // (a + b) mod n for a, b < n.
 inline uint64_t addmod(uint64_t a, uint64_t b, uint64_t n) { return a >= n - b ? a - (n - b) : a + b; }
@@ -912,7 +941,7 @@ void* worker_main(void* arg) {
     pthread_mutex_unlock(&p->m);
     work(w, d);
     pthread_mutex_lock(&p->m);
-    if (--p->busy == 0) pthread_cond_broadcast(&p->done);
+    if (__atomic_sub_fetch(&p->busy, 1, __ATOMIC_RELEASE) == 0) pthread_cond_broadcast(&p->done);
     pthread_mutex_unlock(&p->m);
   }
   return nullptr;
@@ -954,12 +983,6 @@ __attribute__((visibility("default"))) int mkrt_init(int nthreads) {
 }
 
 namespace {
-
-uint64_t monotonic_ns() {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
-}
 
 // Marks the dispatch cancelled (first error wins) and signals every worker
 // once. A worker outside kernel code ignores the signal and sees `failed`
@@ -1034,9 +1057,14 @@ __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const La
   const uint64_t start = monotonic_ns();
   pthread_mutex_lock(&g_pool->m);
   g_pool->job = &d;
-  g_pool->busy = g_pool->nthreads;
+  __atomic_store_n(&g_pool->busy, g_pool->nthreads, __ATOMIC_RELAXED);
   g_pool->generation++;
   pthread_cond_broadcast(&g_pool->wake);
+  pthread_mutex_unlock(&g_pool->m);
+  // A short dispatch is over before the poll ends: no wake-up of this
+  // thread (the deadline and Ctrl-C are checked below, at most kSpinNs late).
+  spin_until([] { return __atomic_load_n(&g_pool->busy, __ATOMIC_ACQUIRE) == 0; });
+  pthread_mutex_lock(&g_pool->m);
   // Wake up every 50 ms to check the deadline and Ctrl-C.
   while (g_pool->busy != 0) {
     const uint64_t now = monotonic_ns();

@@ -1,0 +1,129 @@
+"""The fixed cost of one dispatch: what a kernel call costs beyond its work.
+
+    python benchmarks/dispatch_cost.py [--json OUT] [--repeat N]
+
+A saxpy of 256, 4096 and 1M floats, called through `compile_shader`'s
+calling convention, timed three ways (medians):
+
+- back to back: call after call, the pool's workers still awake;
+- after a sleep: each call after 3 ms of sleep, the workers (and, on a VM,
+  the idle cores) asleep; a 256-float saxpy is one threadgroup, so this is
+  all fixed cost;
+- the native part alone: the runtime library's `mkrt_dispatch` (waking
+  the workers, running the groups, waiting for them), the rest of a call
+  being Python (binding the arguments, the geometry, the store proof
+  remembered per dispatch shape).
+
+Prints a table; `--json` writes the medians, their spreads and the machine.
+Never part of the tests: it measures time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "perf"))
+
+import machine  # benchmarks/perf
+
+import metal_kernel
+
+SAXPY = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void saxpy(device float* out [[buffer(0)]], device const float* x [[buffer(1)]],
+                  device const float* y [[buffer(2)]], constant float& a [[buffer(3)]],
+                  uint i [[thread_position_in_grid]]) {
+  out[i] = a * x[i] + y[i];
+}
+"""
+SIZES = (256, 4096, 1 << 20)
+SLEEP_S = 0.003
+
+
+def spread(values: list[float]) -> dict:
+    q = statistics.quantiles(values, n=4)
+    return {"median_us": statistics.median(values) * 1e6, "q1_us": q[0] * 1e6, "q3_us": q[2] * 1e6,
+            "runs": len(values)}
+
+
+def measure(repeat: int) -> list[dict]:
+    lib = metal_kernel.compile_shader(SAXPY)
+    k = lib.saxpy
+    native: list[float] = []
+    cls = type(k)
+    plain_run = cls._run
+
+    def timed_run(self, *a, **kw):  # the native dispatch only
+        t0 = time.perf_counter()
+        try:
+            return plain_run(self, *a, **kw)
+        finally:
+            native.append(time.perf_counter() - t0)
+
+    cls._run = timed_run
+    rows = []
+    try:
+        for n in SIZES:
+            x, y = np.ones(n, np.float32), np.ones(n, np.float32)
+            out = np.full(n, np.nan, np.float32)
+
+            def call(out=out, x=x, y=y, n=n):
+                t0 = time.perf_counter()
+                k(out, x, y, 1.5, threads=n, group_size=256)
+                return time.perf_counter() - t0
+
+            for _ in range(5):
+                call()
+            assert np.all(out == 2.5), "saxpy wrote wrong values"
+            native.clear()
+            b2b = [call() for _ in range(repeat)]
+            b2b_native = list(native)
+            native.clear()
+            slept = []
+            for _ in range(max(repeat // 4, 10)):
+                time.sleep(SLEEP_S)
+                slept.append(call())
+            rows.append({"elements": n, "back_to_back": spread(b2b), "back_to_back_native": spread(b2b_native),
+                         "after_sleep": spread(slept), "after_sleep_native": spread(list(native))})
+    finally:
+        cls._run = plain_run
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    out = ["| saxpy | back to back, µs (native part) | after 3 ms asleep, µs (native part) |", "|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['elements']} floats | {r['back_to_back']['median_us']:.0f} "
+                   f"({r['back_to_back_native']['median_us']:.0f}) | {r['after_sleep']['median_us']:.0f} "
+                   f"({r['after_sleep_native']['median_us']:.0f}) |")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--json", help="write the medians and the machine to this file")
+    ap.add_argument("--repeat", type=int, default=400, help="calls per size back to back (default 400)")
+    args = ap.parse_args(argv)
+    workers = int(os.environ.get("METAL_KERNEL_NUM_THREADS", "0") or 0) or os.cpu_count()
+    info = machine.describe("n/a (not used)", workers)
+    rows = measure(args.repeat)
+    print(table(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"schema": 1, "machine": info, "sleep_s": SLEEP_S, "rows": rows},
+                                              indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
