@@ -156,7 +156,6 @@ class Kernel:
         """Runs the kernel to completion. `timeout` (seconds; default
         $METAL_KERNEL_TIMEOUT, else none) stops a dispatch that runs longer
         with KernelTimeout; Ctrl-C stops it with KeyboardInterrupt."""
-        runtime().mkrt_prewake()  # the workers wake while the arguments are bound
         b = self._bind(args, arg_casts)
         self._check_buffers(b)
         grid, group, ngroups = self._geometry(args, b, threads, group_size, threadgroups)

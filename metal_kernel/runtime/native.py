@@ -76,8 +76,6 @@ def runtime() -> ctypes.CDLL:
         lib.mkrt_dispatch.argtypes = [ctypes.c_void_p, ctypes.POINTER(Launch), ctypes.POINTER(ErrorInfo),
                                       ctypes.c_uint32, ctypes.c_uint64]
         lib.mkrt_dispatch.restype = ctypes.c_int
-        lib.mkrt_prewake.argtypes = []
-        lib.mkrt_prewake.restype = None
         nthreads = int(os.environ.get("METAL_KERNEL_NUM_THREADS", "0") or 0)
         lib.mkrt_init(nthreads)
         return lib

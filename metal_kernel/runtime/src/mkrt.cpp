@@ -16,7 +16,6 @@
 // dispatch with an error naming the thread; the process lives on.
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -24,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 // No C++ runtime: this library needs libc alone (pthreads, calloc,
@@ -782,48 +780,14 @@ struct Pool {  // calloc'ed and initialised in mkrt_init
   pthread_cond_t wake, done;
   int nthreads;
   Dispatch* job;
-  uint64_t generation;  // written under m; read without it by workers polling after a pre-wake
-  uint64_t warm;        // bumped by mkrt_prewake
-  int busy;             // written under m; read without it by the polling dispatcher
+  uint64_t generation;
+  int busy;
   pthread_mutex_t dispatch_mutex;  // one dispatch at a time
   Worker** workers;  // nthreads entries once every worker has started
   int registered;
 };
 
 Pool* g_pool = nullptr;
-
-uint64_t monotonic_ns() {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
-}
-
-// Before blocking on its condition variable, the dispatcher polls for the
-// workers' end for this long: waking a blocked thread on another core costs
-// an inter-processor interrupt, tens of microseconds on a VM, and a short
-// dispatch ends within the window. It yields the core at every turn, so
-// the workers running groups are not held up on a machine with few cores.
-// The workers themselves block as soon as a dispatch is done (polling for
-// the next one took cores from the caller's Python between dispatches and
-// from other processes, a parallel test run); a call wakes them ahead of
-// its dispatch instead (mkrt_prewake).
-constexpr uint64_t kSpinNs = 100000;
-
-// How long workers woken ahead of a dispatch (mkrt_prewake) poll for it
-// before blocking again: the caller's Python between the two (binding the
-// arguments, the geometry) takes 0.05-0.3 ms.
-constexpr uint64_t kWarmNs = 1000000;
-
-// Polls, yielding the core, until `done()` or `ns` passed; true when done.
-template <class F>
-bool spin_until(F done, uint64_t ns = kSpinNs) {
-  const uint64_t start = monotonic_ns();
-  for (;;) {
-    if (done()) return true;
-    if (monotonic_ns() - start >= ns) return false;
-    sched_yield();
-  }
-}
 
 // (a + b) mod n for a, b < n.
 inline uint64_t addmod(uint64_t a, uint64_t b, uint64_t n) { return a >= n - b ? a - (n - b) : a + b; }
@@ -939,23 +903,16 @@ void* worker_main(void* arg) {
   ss.ss_size = 1 << 16;
   ss.ss_flags = 0;
   sigaltstack(&ss, nullptr);
-  uint64_t seen = 0, warm_seen = 0;
+  uint64_t seen = 0;
   for (;;) {
     pthread_mutex_lock(&p->m);
-    while (p->generation == seen && p->warm == warm_seen) pthread_cond_wait(&p->wake, &p->m);
-    warm_seen = p->warm;
-    if (p->generation == seen) {
-      // Woken ahead of a dispatch: wait for it awake, then block again.
-      pthread_mutex_unlock(&p->m);
-      spin_until([&] { return __atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) != seen; }, kWarmNs);
-      continue;
-    }
+    while (p->generation == seen) pthread_cond_wait(&p->wake, &p->m);
     seen = p->generation;
     Dispatch* d = p->job;
     pthread_mutex_unlock(&p->m);
     work(w, d);
     pthread_mutex_lock(&p->m);
-    if (__atomic_sub_fetch(&p->busy, 1, __ATOMIC_RELEASE) == 0) pthread_cond_broadcast(&p->done);
+    if (--p->busy == 0) pthread_cond_broadcast(&p->done);
     pthread_mutex_unlock(&p->m);
   }
   return nullptr;
@@ -996,20 +953,13 @@ __attribute__((visibility("default"))) int mkrt_init(int nthreads) {
   return g_pool->nthreads;
 }
 
-// Wakes the pool's workers ahead of a dispatch the caller is about to make:
-// waking a blocked thread costs an inter-processor interrupt (tens of
-// microseconds on a VM), which then overlaps the caller's own preparation
-// instead of adding to the dispatch. The workers poll for up to kWarmNs,
-// yielding their cores, then block again if no dispatch came.
-__attribute__((visibility("default"))) void mkrt_prewake() {
-  if (!g_pool) return;
-  pthread_mutex_lock(&g_pool->m);
-  g_pool->warm++;
-  pthread_cond_broadcast(&g_pool->wake);
-  pthread_mutex_unlock(&g_pool->m);
-}
-
 namespace {
+
+uint64_t monotonic_ns() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
+}
 
 // Marks the dispatch cancelled (first error wins) and signals every worker
 // once. A worker outside kernel code ignores the signal and sees `failed`
@@ -1084,14 +1034,9 @@ __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const La
   const uint64_t start = monotonic_ns();
   pthread_mutex_lock(&g_pool->m);
   g_pool->job = &d;
-  __atomic_store_n(&g_pool->busy, g_pool->nthreads, __ATOMIC_RELAXED);
-  __atomic_store_n(&g_pool->generation, g_pool->generation + 1, __ATOMIC_RELEASE);
+  g_pool->busy = g_pool->nthreads;
+  g_pool->generation++;
   pthread_cond_broadcast(&g_pool->wake);
-  pthread_mutex_unlock(&g_pool->m);
-  // A short dispatch is over before the poll ends: no wake-up of this
-  // thread (the deadline and Ctrl-C are checked below, at most kSpinNs late).
-  spin_until([] { return __atomic_load_n(&g_pool->busy, __ATOMIC_ACQUIRE) == 0; });
-  pthread_mutex_lock(&g_pool->m);
   // Wake up every 50 ms to check the deadline and Ctrl-C.
   while (g_pool->busy != 0) {
     const uint64_t now = monotonic_ns();
