@@ -81,7 +81,9 @@ def access_group(n: int) -> str:
 def parallel_loop(n: int, k: int, which: str) -> str:
     """The placeholder of the loop metadata of one thread loop of region k
     (rewrite_module.py numbers it): llvm.loop.parallel_accesses over the
-    kernel's access group.
+    kernel's access group, and llvm.loop.vectorize.enable (the 32-bit index
+    arithmetic still needs overflow checks, which the cost model wanted 24
+    iterations to pay for).
 
     The iterations are the threads of a group between two synchronisation
     points. Metal orders nothing between them there: a thread that reads
