@@ -418,8 +418,12 @@ def _cut(ctx: Context, text: str, syms: list[int], uniform=frozenset()):
     `uniform`: kernels with a whole-simdgroup function to link."""
     from . import workitem
 
+    # Rows of 2-D groups run together (emit_loop._jammed_rows), interleaved
+    # twice where a vector is 8 floats (AVX2): a 16-wide row is then one
+    # iteration of two independent halves.
+    jam = {"row_jam": workitem.ROW_JAM, "jam_interleave": 2 if target_vector_bytes(ctx.tc) == 32 else 1}
     try:
-        result = workitem.transform(text, syms, uniform=uniform)
+        result = workitem.transform(text, syms, uniform=uniform, **jam)
     except Exception as e:  # noqa: BLE001
         _debug(f"work-item loops off for this library: {type(e).__name__}: {e}")
         return None
@@ -432,7 +436,7 @@ def _cut(ctx: Context, text: str, syms: list[int], uniform=frozenset()):
         p2 = ctx._run([ll2, ctx.optimize, "-w", "-S", "-emit-llvm", "-o", ll3])
         if p2.returncode == 0:
             try:
-                again = workitem.transform(Path(ll3).read_text(), syms, uniform=uniform)
+                again = workitem.transform(Path(ll3).read_text(), syms, uniform=uniform, **jam)
             except Exception:  # noqa: BLE001 - keep the first result
                 again = result
             if sum(m == "workitem-loops" for m in again.modes.values()) > \

@@ -21,3 +21,29 @@ def fiber_lib(request):
 def both(request, lib, fiber_lib):
     """The module's `lib`, then the same source on fibers."""
     return lib if request.param == "workitem" else fiber_lib
+
+
+@pytest.fixture(scope="module")
+def compile_with_ir():
+    """compile(source) -> (library, the work-item transformed IR it was
+    linked from, each unit's text joined). Give it a source no cache holds
+    (a token in a comment), so that it is compiled here."""
+    from metal_kernel.runtime import pass2
+
+    def compile(source):
+        seen = []
+        link = pass2._link_cut
+
+        def capture(ctx, result, kernels, out, uniform=None):
+            seen.append(result.text)
+            return link(ctx, result, kernels, out, uniform)
+
+        mp = pytest.MonkeyPatch()
+        mp.setattr(pass2, "_link_cut", capture)
+        try:
+            lib = metal_kernel.compile_shader(source)
+        finally:
+            mp.undo()
+        return lib, "\n".join(seen)
+
+    return compile

@@ -11,8 +11,6 @@ import uuid
 import numpy as np
 import pytest
 
-import metal_kernel
-from metal_kernel.runtime import pass2
 from metal_kernel.runtime.compiler import workitem_enabled
 from metal_kernel.runtime.workitem.rewrite_module import _number_loop_metadata
 
@@ -53,18 +51,9 @@ def test_text_without_placeholders_is_unchanged():
 
 
 @pytest.mark.skipif(not workitem_enabled(), reason="work-item loops are off")
-def test_thread_loops_of_a_real_kernel_are_parallel(monkeypatch):
-    seen = []
-    link = pass2._link_cut
-
-    def capture(ctx, result, kernels, out, uniform=None):
-        seen.append(result.text)
-        return link(ctx, result, kernels, out, uniform)
-
-    monkeypatch.setattr(pass2, "_link_cut", capture)
-    lib = metal_kernel.compile_shader(TRANSPOSE.replace("TOKEN", uuid.uuid4().hex))  # a new source: compiled here
+def test_thread_loops_of_a_real_kernel_are_parallel(compile_with_ir):
+    lib, text = compile_with_ir(TRANSPOSE.replace("TOKEN", uuid.uuid4().hex))  # a new source: compiled here
     assert lib.transpose_tiled.execution_mode == "workitem-loops"
-    (text,) = seen
     loops = re.findall(r"^define internal \{ i64, i64 \} @__mk_wiloop_\d+\(.*?^}$", text, re.MULTILINE | re.DOTALL)
     assert loops
     for body in loops:

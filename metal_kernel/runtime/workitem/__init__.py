@@ -76,8 +76,9 @@ The stages, one module each (in pipeline order):
 # transform and link with CODEGEN_FLAGS; tests build a PerThread and call
 # fold_pair_bitcasts directly.
 from ..ir import Unsupported  # the kernel stays on the fiber path (the message says why)
+from .emit_loop import ROW_JAM
 from .pair_bitcasts import fold_pair_bitcasts
 from .per_thread import PerThread
 from .rewrite_module import CODEGEN_FLAGS, Result, transform
 
-__all__ = ["CODEGEN_FLAGS", "PerThread", "Result", "Unsupported", "fold_pair_bitcasts", "transform"]
+__all__ = ["CODEGEN_FLAGS", "ROW_JAM", "PerThread", "Result", "Unsupported", "fold_pair_bitcasts", "transform"]

@@ -10,6 +10,13 @@ from .prefix_guard import Guard
 
 SIMD_WIDTH = 32  # MK_SIMD_WIDTH
 
+# Rows run together by the jammed loop (_jammed_rows), and the multiple of
+# the group's width it needs: narrower rows fill no vector of AVX-512 (16
+# floats) or two of AVX2 (the loop's interleave count there, rewrite_module)
+# and stay on the row-by-row loop.
+ROW_JAM = 4
+JAM_ROW_MULTIPLE = 16
+
 
 def chunked(fn: Function) -> bool:
     """Rows of the region loops end at simdgroup boundaries."""
@@ -17,7 +24,7 @@ def chunked(fn: Function) -> bool:
 
 
 def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None,
-              guards: dict[int, Guard] | None = None) -> list[str]:
+              guards: dict[int, Guard] | None = None, jam: int = 1) -> list[str]:
     """loop(g, slots, stage, frames, states, b, e, resume, spans, nspans):
     threads [b, e) in rows of x (x innermost, so ids stay affine), each
     from `resume` to its next cut; returns the summary the driver reads
@@ -43,7 +50,10 @@ def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None,
     `guards[k]` (prefix_guard.py): in region k only threads with x (or
     lin) below a constant do anything, the others return the same state; a
     row's threads past the bound are not called, their state is stored
-    directly (`_guarded_row`)."""
+    directly (`_guarded_row`).
+
+    `jam` > 1: in regions without simd functions or guard, `jam` whole rows
+    at once where they fit (`_jammed_rows`)."""
     n = fn.sym
     group = loop_group or fn.attr_group
     attr = f" #{group}" if group else ""
@@ -64,7 +74,7 @@ def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None,
     out.append("  ]")
     chunk = chunked(fn)
     for k in range(len(fn.syncs) + 1):
-        out += _region_rows(n, k, chunk, exits[k], (guards or {}).get(k))
+        out += _region_rows(n, k, chunk, exits[k], (guards or {}).get(k), jam)
         out += _summary(k, exits[k])
         out += _packed_summary(k)
     # no thread: lowest state ~0, no live thread (live_lo 0xffff)
@@ -96,14 +106,15 @@ def parallel_loop(n: int, k: int, which: str) -> str:
     return f"!mk.lp.{n}.{k}.{which}"
 
 
-def _call_step(n: int, k: int, x: str, tid: str, suffix: str, store_state: bool = True) -> list[str]:
+def _call_step(n: int, k: int, x: str, tid: str, suffix: str, store_state: bool = True,
+               y: str | None = None) -> list[str]:
     """The call of region k's step for one thread, and the store of
     its new state unless the caller stores the states itself. Both are in
     the kernel's access group (the inliner gives the step's own accesses
     the call's group)."""
     ag = access_group(n)
     call = [(f"  %r{suffix} = call i32 @__mk_wistep_{n}_{k}(ptr %g, ptr %slots, ptr %stage, ptr %frames, "
-             f"i32 {x}, i32 %y{k}, i32 %z{k}, i32 {tid}), !llvm.access.group {ag}")]
+             f"i32 {x}, i32 {y or f'%y{k}'}, i32 %z{k}, i32 {tid}), !llvm.access.group {ag}")]
     if not store_state:
         return call
     return call + [
@@ -113,16 +124,26 @@ def _call_step(n: int, k: int, x: str, tid: str, suffix: str, store_state: bool 
     ]
 
 
-def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int], guard: Guard | None = None) -> list[str]:
+def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int], guard: Guard | None = None,
+                 jam: int = 1) -> list[str]:
     """Region k over the threads [b, e), row by row (x innermost); a row in
     pieces at simdgroup boundaries when `chunk`; with a `guard`, a piece
-    ends at the guard's bound and the threads past it are `_guarded_row`."""
+    ends at the guard's bound and the threads past it are `_guarded_row`;
+    else, with `jam` > 1, `jam` rows at a time where they fit."""
+    jam = 1 if chunk or guard else jam
+
+    def jam_in(value: str) -> str:
+        if jam == 1:
+            return ""
+        v = value if not value.startswith("%") else f"{value}{k}"
+        return f", [ {v}, %L{k}.jstep ]"
+
     out = _span_start(k) + [
         f"L{k}.outer:",
-        f"  %lin{k} = phi i32 [ %sb{k}, %L{k}.first ], [ %next{k}, %L{k}.step ]",
-        f"  %x0.{k} = phi i32 [ %bx{k}, %L{k}.first ], [ %nx{k}, %L{k}.step ]",
-        f"  %y{k} = phi i32 [ %by{k}, %L{k}.first ], [ %ny{k}, %L{k}.step ]",
-        f"  %z{k} = phi i32 [ %bz{k}, %L{k}.first ], [ %nz{k}, %L{k}.step ]",
+        f"  %lin{k} = phi i32 [ %sb{k}, %L{k}.first ], [ %next{k}, %L{k}.step ]" + jam_in("%jnext"),
+        f"  %x0.{k} = phi i32 [ %bx{k}, %L{k}.first ], [ %nx{k}, %L{k}.step ]" + jam_in("0"),
+        f"  %y{k} = phi i32 [ %by{k}, %L{k}.first ], [ %ny{k}, %L{k}.step ]" + jam_in("%jny"),
+        f"  %z{k} = phi i32 [ %bz{k}, %L{k}.first ], [ %nz{k}, %L{k}.step ]" + jam_in("%jnz"),
         f"  %more{k} = icmp ult i32 %lin{k}, %se{k}",
         f"  br i1 %more{k}, label %L{k}.{'rowg' if guard else 'row'}, label %L{k}.end",
     ]
@@ -137,6 +158,8 @@ def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int], guard: Guard | 
         ]
     if chunk:
         out += _whole_simdgroups(n, k, exits_k)
+    elif jam > 1:
+        out += [f"  %x1.{k} = add i32 %x1w.{k}, 0"] + _jammed_rows(n, k, jam)
     else:
         out += [f"  %x1.{k} = add i32 %x1w.{k}, 0", f"  br label %L{k}.inner"]
     prev = f"%L{k}.row"
@@ -178,6 +201,61 @@ def _region_rows(n: int, k: int, chunk: bool, exits_k: set[int], guard: Guard | 
         f"  %any{k} = icmp ult i32 %b, %e",
         f"  br i1 %any{k}, label %L{k}.summ, label %done",
         f"L{k}.summ:",
+    ]
+    return out
+
+
+def _jammed_rows(n: int, k: int, jam: int) -> list[str]:
+    """`jam` whole rows at once, when the piece starts a row, the range
+    holds `jam` rows more, they are in one z plane, the row is a multiple of
+    JAM_ROW_MULTIPLE wide, and there is no span list (Launch::order's orders
+    stay as they are): one loop over x calls the step for (x, y), (x, y +
+    1), ... (threads of a region are unordered, as in parallel_loop), each
+    thread's state stored as L<k>.inner stores it. Else the piece goes on
+    at L<k>.inner.
+
+    Why: vectorised over x, a row-by-row loop's iteration holds one copy of
+    the step, and a step that is one long dependency chain (a tiled
+    matmul's 16-term dot product: 16 dependent FMAs) leaves the FMA units
+    idle between rows; the jammed loop's iteration holds `jam` independent
+    chains, and the rows' common loads (the same threadgroup memory for
+    every row) are loaded once."""
+    out = [
+        f"  %jwm{k} = and i32 %gsx, {JAM_ROW_MULTIPLE - 1}",
+        f"  %jw{k} = icmp eq i32 %jwm{k}, 0",
+        f"  %jx0w.{k} = icmp eq i32 %x0.{k}, 0",
+        f"  %jx0.{k} = and i1 %jx0w.{k}, %jw{k}",
+        f"  %jneed{k} = mul nuw i32 %gsx, {jam}",
+        f"  %jrows{k} = icmp uge i32 %left{k}, %jneed{k}",
+        f"  %jy{k} = add nuw i32 %y{k}, {jam}",
+        f"  %jyok{k} = icmp ule i32 %jy{k}, %gsy",
+        f"  %ja{k} = and i1 %jx0.{k}, %jrows{k}",
+        f"  %jb{k} = and i1 %ja{k}, %jyok{k}",
+        f"  %jnl{k} = xor i1 %list, true",
+        f"  %jgo{k} = and i1 %jb{k}, %jnl{k}",
+        f"  br i1 %jgo{k}, label %L{k}.jam, label %L{k}.inner",
+        f"L{k}.jam:",
+        f"  %jx{k} = phi i32 [ 0, %L{k}.row ], [ %jxn{k}, %L{k}.jam ]",
+    ]
+    for r in range(jam):
+        out += [
+            f"  %jo{r}.{k} = mul nuw i32 %gsx, {r}",
+            f"  %jr{r}.{k} = add i32 %row{k}, %jo{r}.{k}",
+            f"  %jt{r}.{k} = add i32 %jr{r}.{k}, %jx{k}",
+            f"  %jyy{r}.{k} = add nuw i32 %y{k}, {r}",
+        ]
+        out += _call_step(n, k, f"%jx{k}", f"%jt{r}.{k}", f"j{r}.{k}", y=f"%jyy{r}.{k}")
+    out += [
+        f"  %jxn{k} = add nuw i32 %jx{k}, 1",
+        f"  %jc{k} = icmp ult i32 %jxn{k}, %gsx",
+        f"  br i1 %jc{k}, label %L{k}.jam, label %L{k}.jstep, !llvm.loop {parallel_loop(n, k, 'j')}",
+        f"L{k}.jstep:",
+        f"  %jnext{k} = add i32 %row{k}, %jneed{k}",
+        f"  %jwrap{k} = icmp eq i32 %jy{k}, %gsy",
+        f"  %jny{k} = select i1 %jwrap{k}, i32 0, i32 %jy{k}",
+        f"  %jz1.{k} = add i32 %z{k}, 1",
+        f"  %jnz{k} = select i1 %jwrap{k}, i32 %jz1.{k}, i32 %z{k}",
+        f"  br label %L{k}.outer",
     ]
     return out
 
@@ -330,16 +408,45 @@ def _summary(k: int, exits_k: set[int]) -> list[str]:
     else:
         # The summary, from the states just written: one loop over
         # [b, e) after the region (no reductions in the kernel's loop,
-        # and one horizontal reduction per call, not per row).
+        # and one horizontal reduction per call, not per row). First only
+        # the lowest and highest state (two vector operations per 8 or 16
+        # states): when they are equal, as when a uniform branch chose the
+        # exit, the rest is known; else the loop of five reductions.
+        done = DONE
         out += [
+            f"  br label %L{k}.mm",
+            f"L{k}.mm:",
+            f"  %mt{k} = phi i32 [ %b, %L{k}.summ ], [ %mtn{k}, %L{k}.mm ]",
+            f"  %mmn{k} = phi i32 [ -1, %L{k}.summ ], [ %mmn2.{k}, %L{k}.mm ]",
+            f"  %mmx{k} = phi i32 [ 0, %L{k}.summ ], [ %mmx2.{k}, %L{k}.mm ]",
+            f"  %mt64.{k} = zext i32 %mt{k} to i64",
+            f"  %msp{k} = getelementptr inbounds i32, ptr %states, i64 %mt64.{k}",
+            f"  %mr{k} = load i32, ptr %msp{k}, align 4",
+            f"  %mmn2.{k} = call i32 @llvm.umin.i32(i32 %mmn{k}, i32 %mr{k})",
+            f"  %mmx2.{k} = call i32 @llvm.umax.i32(i32 %mmx{k}, i32 %mr{k})",
+            f"  %mtn{k} = add nuw i32 %mt{k}, 1",
+            f"  %mc{k} = icmp ult i32 %mtn{k}, %e",
+            f"  br i1 %mc{k}, label %L{k}.mm, label %L{k}.mmx",
+            f"L{k}.mmx:",
+            f"  %msame{k} = icmp eq i32 %mmn2.{k}, %mmx2.{k}",
+            f"  br i1 %msame{k}, label %L{k}.same, label %L{k}.sumgo",
+            f"L{k}.same:",
+            f"  %sdone{k} = icmp eq i32 %mmn2.{k}, {done}",
+            f"  %scnt{k} = sub i32 %e, %b",
+            f"  %qmx{k} = select i1 %sdone{k}, i32 0, i32 %mmn2.{k}",
+            f"  %qdn{k} = select i1 %sdone{k}, i32 %scnt{k}, i32 0",
+            f"  %qlo{k} = select i1 %sdone{k}, i32 65535, i32 %b",
+            f"  %qhi{k} = select i1 %sdone{k}, i32 0, i32 %e",
+            f"  br label %L{k}.join",
+            f"L{k}.sumgo:",
             f"  br label %L{k}.sum",
             f"L{k}.sum:",
-            f"  %st{k} = phi i32 [ %b, %L{k}.summ ], [ %stn{k}, %L{k}.sum ]",
-            f"  %smn{k} = phi i32 [ -1, %L{k}.summ ], [ %smn2.{k}, %L{k}.sum ]",
-            f"  %smx{k} = phi i32 [ 0, %L{k}.summ ], [ %smx2.{k}, %L{k}.sum ]",
-            f"  %sdn{k} = phi i32 [ 0, %L{k}.summ ], [ %sdn2.{k}, %L{k}.sum ]",
-            f"  %slo{k} = phi i32 [ 65535, %L{k}.summ ], [ %slo2.{k}, %L{k}.sum ]",
-            f"  %shi{k} = phi i32 [ 0, %L{k}.summ ], [ %shi2.{k}, %L{k}.sum ]",
+            f"  %st{k} = phi i32 [ %b, %L{k}.sumgo ], [ %stn{k}, %L{k}.sum ]",
+            f"  %smn{k} = phi i32 [ -1, %L{k}.sumgo ], [ %smn2.{k}, %L{k}.sum ]",
+            f"  %smx{k} = phi i32 [ 0, %L{k}.sumgo ], [ %smx2.{k}, %L{k}.sum ]",
+            f"  %sdn{k} = phi i32 [ 0, %L{k}.sumgo ], [ %sdn2.{k}, %L{k}.sum ]",
+            f"  %slo{k} = phi i32 [ 65535, %L{k}.sumgo ], [ %slo2.{k}, %L{k}.sum ]",
+            f"  %shi{k} = phi i32 [ 0, %L{k}.sumgo ], [ %shi2.{k}, %L{k}.sum ]",
             f"  %st64.{k} = zext i32 %st{k} to i64",
             f"  %ssp{k} = getelementptr inbounds i32, ptr %states, i64 %st64.{k}",
             f"  %sr{k} = load i32, ptr %ssp{k}, align 4",
@@ -358,11 +465,13 @@ def _summary(k: int, exits_k: set[int]) -> list[str]:
             f"  %sc{k} = icmp ult i32 %stn{k}, %e",
             f"  br i1 %sc{k}, label %L{k}.sum, label %L{k}.sumx",
             f"L{k}.sumx:",
-            f"  %mn{k} = phi i32 [ %smn2.{k}, %L{k}.sum ]",
-            f"  %mx{k} = phi i32 [ %smx2.{k}, %L{k}.sum ]",
-            f"  %dn{k} = phi i32 [ %sdn2.{k}, %L{k}.sum ]",
-            f"  %llo{k} = phi i32 [ %slo2.{k}, %L{k}.sum ]",
-            f"  %lhi{k} = phi i32 [ %shi2.{k}, %L{k}.sum ]",
+            f"  br label %L{k}.join",
+            f"L{k}.join:",
+            f"  %mn{k} = phi i32 [ %smn2.{k}, %L{k}.sumx ], [ %mmn2.{k}, %L{k}.same ]",
+            f"  %mx{k} = phi i32 [ %smx2.{k}, %L{k}.sumx ], [ %qmx{k}, %L{k}.same ]",
+            f"  %dn{k} = phi i32 [ %sdn2.{k}, %L{k}.sumx ], [ %qdn{k}, %L{k}.same ]",
+            f"  %llo{k} = phi i32 [ %slo2.{k}, %L{k}.sumx ], [ %qlo{k}, %L{k}.same ]",
+            f"  %lhi{k} = phi i32 [ %shi2.{k}, %L{k}.sumx ], [ %qhi{k}, %L{k}.same ]",
             f"  br label %L{k}.ret",
         ]
     return out

@@ -5,7 +5,9 @@ exits); each stage lives in its own module."""
 
 from __future__ import annotations
 
-from ..ir import Module
+import re
+
+from ..ir import Module, _ref
 from .analysis import Analysis
 from .checks import CallChecker
 from .cut import Cutter
@@ -22,8 +24,9 @@ from .uniformity import uniform_candidates
 class PerThread:
     """One per-thread function, cut into step functions."""
 
-    def __init__(self, mod: Module, sym: int, sync_funcs: set[str], uniform: bool = False):
+    def __init__(self, mod: Module, sym: int, sync_funcs: set[str], uniform: bool = False, row_jam: int = 1):
         self.fn = Function(mod, sym, uniform)
+        self.row_jam = row_jam  # rows run together (emit_loop._jammed_rows), where the steps read y
         self.sync_funcs = sync_funcs
         self.force_inline: set[str] = set()  # synchronising callees not inlined (check_and_classify_calls)
         self.analysis = Analysis(self.fn)
@@ -31,6 +34,7 @@ class PerThread:
         self.loop_group: str | None = None  # and of the loop function
         self.exits: list[set[int]] = []  # per step function (emit)
         self.guards: dict[int, Guard] = {}  # regions only the first threads work in (emit)
+        self.reads_y = False  # a step reads the thread's y (emit)
 
     # What the caller and tests read of the parsed function.
     @property
@@ -99,8 +103,12 @@ class PerThread:
         steps = StepEmitter(self.analysis, self.ai_group)
         out = steps.emit()
         self.exits = steps.exits
-        self.guards = {k: g for k, text in step_functions(out, self.fn.sym).items()
-                       if (g := prefix_guard(text)) is not None}
+        steps_text = step_functions(out, self.fn.sym)
+        self.guards = {k: g for k, text in steps_text.items() if (g := prefix_guard(text)) is not None}
+        # A kernel whose steps never read y has no use for rows: no jammed
+        # loop (code that would only cost compile time).
+        y = re.compile(re.escape(_ref(self.fn.y)) + r"\b")
+        self.reads_y = any(len(y.findall("\n".join(text))) > 1 for text in steps_text.values())  # not only the parameter
         return out
 
     def emit_all(self) -> tuple[list[str], list[str]]:
@@ -112,7 +120,8 @@ class PerThread:
         return types_text(self.fn, self.analysis)
 
     def loop_text(self) -> list[str]:
-        return loop_text(self.fn, self.exits, self.loop_group, self.guards)
+        return loop_text(self.fn, self.exits, self.loop_group, self.guards,
+                         self.row_jam if self.reads_y else 1)
 
     def descriptor_text(self) -> list[str]:
         return descriptor_text(self.fn, self.analysis, self.guards)

@@ -20,7 +20,12 @@ from .per_thread import PerThread
 # that never happens, on every row of every tile of a matmul); unswitching
 # makes one plain loop per outcome (the benchmark's 16x16-tiled matmul:
 # ~25% less time).
-CODEGEN_FLAGS = ("-mllvm", "-enable-nontrivial-unswitch")
+# Non-trivial unswitching takes a uniform branch (a loop's exit test, the
+# same for every thread) out of a region's thread loop, which the vectoriser
+# would otherwise turn into masked loads and stores. The threshold is the
+# loop size it may duplicate: LLVM's default (50) is below a jammed loop's
+# (emit_loop._jammed_rows, four copies of the step) even for a small kernel.
+CODEGEN_FLAGS = ("-mllvm", "-enable-nontrivial-unswitch", "-mllvm", "-unswitch-threshold=500")
 
 
 
@@ -40,14 +45,17 @@ class Result:
 
 
 def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: bool = False,
-              uniform=frozenset()) -> Result:
+              uniform=frozenset(), row_jam: int = 1, jam_interleave: int = 1) -> Result:
     """Cuts every per-thread function of `text` that it can. Returns the new
     module text and, per kernel symbol, "workitem-loops", "fibers" or
     "direct" (never synchronises). `every_kernel` gives kernels that never
     synchronise work-item loops too (one region): checked builds run every
     kernel through the group driver, which holds the checker's hooks.
     `uniform`: kernels with a whole-simdgroup function `__mk_sgu_<n>`
-    (runtime/simdgroup_uniform.py), which their descriptors name."""
+    (runtime/simdgroup_uniform.py), which their descriptors name.
+    `row_jam`, `jam_interleave`: rows of a 2-D group run together and the
+    vectoriser's interleave count there (emit_loop._jammed_rows); 1 (off)
+    for checked builds, whose code is larger and compiled per check."""
     mod = Module(fold_pair_bitcasts(text))
     sync_funcs = _sync_functions(mod)
     # Functions that ask the runtime which thread is running (simdgroup
@@ -68,7 +76,7 @@ def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: 
             reasons[sym] = "no per-thread function"
             continue
         remove.append(fname)
-        pt = PerThread(mod, sym, sync_funcs, sym in uniform)
+        pt = PerThread(mod, sym, sync_funcs, sym in uniform, row_jam)
         try:
             pt.parse()
             if not every_kernel and not pt.synchronises():
@@ -109,17 +117,19 @@ def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: 
         if ln.startswith(("target ", "source_filename", "; ModuleID")):
             insert_at = i + 1
     out = lines[:insert_at] + [""] + header + [""] + lines[insert_at:] + [""] + generated + decls + groups.lines
-    return Result(_number_loop_metadata("\n".join(out) + "\n"), modes, reasons, force_inline)
+    return Result(_number_loop_metadata("\n".join(out) + "\n", jam_interleave), modes, reasons, force_inline)
 
 
 _PLACEHOLDER = re.compile(r"!mk\.(ag\.\d+|lp\.\d+\.\d+\.[a-z])\b")
 
 
-def _number_loop_metadata(text: str) -> str:
+def _number_loop_metadata(text: str, jam_interleave: int = 1) -> str:
     """The loop functions' metadata placeholders (emit_loop.access_group,
     parallel_loop) as nodes numbered after the module's own: an access
     group per kernel (`distinct !{}`), and per thread loop a distinct loop
-    node with llvm.loop.parallel_accesses over its kernel's group."""
+    node with llvm.loop.parallel_accesses over its kernel's group; the
+    jammed loops' (emit_loop._jammed_rows) with llvm.loop.interleave.count
+    `jam_interleave` when above 1."""
     names = list(dict.fromkeys(m.group(1) for m in _PLACEHOLDER.finditer(text)))
     if not names:
         return text
@@ -138,6 +148,10 @@ def _number_loop_metadata(text: str) -> str:
             defs.append(f'!{nxt + 1} = !{{!"llvm.loop.parallel_accesses", !{group}}}')
             defs.append(f'!{nxt + 2} = !{{!"llvm.loop.vectorize.enable", i1 true}}')
             nxt += 3
+            if jam_interleave > 1 and name.endswith(".j"):
+                defs[-3] = f"!{nxt - 3} = distinct !{{!{nxt - 3}, !{nxt - 2}, !{nxt - 1}, !{nxt}}}"
+                defs.append(f'!{nxt} = !{{!"llvm.loop.interleave.count", i32 {jam_interleave}}}')
+                nxt += 1
     text = _PLACEHOLDER.sub(lambda m: f"!{ids[m.group(1)]}", text)
     return text + "\n".join(defs) + "\n"
 
