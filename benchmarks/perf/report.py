@@ -100,7 +100,9 @@ def machine_line(doc: dict) -> str:
     how = ("every contender built for this CPU" if march == "native" else
            f"every contender built for {march} (AVX2): metal-kernel -march={march}, PoCL {doc.get('pocl_cpu')}, "
            f"OpenBLAS Haswell kernels, PyTorch AVX2 kernels")
-    return (f"{m.get('cpu')}, {m.get('usable_cpus')} cores ({m.get('mk_workers')} runtime workers, the same "
+    simd = m.get("simd_flags") or []
+    isa = " (AVX-512)" if "avx512f" in simd else " (AVX2, no AVX-512)" if "avx2" in simd else ""
+    return (f"{m.get('cpu')}{isa}, {m.get('usable_cpus')} cores ({m.get('mk_workers')} runtime workers, the same "
             f"thread count for every contender), {m.get('memory_gib')} GiB; {how}. {m.get('compiler')}; "
             f"PoCL: {m.get('pocl', '').split(' | ')[0]} (kernels built for {doc.get('pocl_cpu')}); "
             f"torch {m.get('torch')}. Load average (1/5/15 min) at start → end: {load}. "

@@ -75,7 +75,9 @@ def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None,
     chunk = chunked(fn)
     for k in range(len(fn.syncs) + 1):
         out += _region_rows(n, k, chunk, exits[k], (guards or {}).get(k), jam)
-        out += _summary(k, exits[k])
+        # A guarded region's threads past the bound leave at the guard's
+        # state and the others elsewhere: no quick min/max pass there.
+        out += _summary(k, exits[k], quick=k not in (guards or {}))
         out += _packed_summary(k)
     # no thread: lowest state ~0, no live thread (live_lo 0xffff)
     out += ["done:", f"  ret {{ i64, i64 }} {{ i64 4294967295, i64 {0xFFFF << 32} }}", "}", ""]
@@ -388,9 +390,11 @@ def _whole_simdgroups(n: int, k: int, exits_k: set[int]) -> list[str]:
     return out
 
 
-def _summary(k: int, exits_k: set[int]) -> list[str]:
+def _summary(k: int, exits_k: set[int], quick: bool = True) -> list[str]:
     """Region k's summary after its rows: lowest and highest live state,
-    threads DONE and the span of the live ones."""
+    threads DONE and the span of the live ones. With more than one exit and
+    `quick`, a min/max pass first settles the case of every thread at one
+    exit."""
     out = []
     if len(exits_k) == 1:
         # Every thread ends at the same point: the summary is known.
@@ -412,32 +416,9 @@ def _summary(k: int, exits_k: set[int]) -> list[str]:
         # the lowest and highest state (two vector operations per 8 or 16
         # states): when they are equal, as when a uniform branch chose the
         # exit, the rest is known; else the loop of five reductions.
-        done = DONE
+        out += [f"  br label %L{k}.{'mm' if quick else 'sumgo'}"]
+        out += _quick_summary(k) if quick else []
         out += [
-            f"  br label %L{k}.mm",
-            f"L{k}.mm:",
-            f"  %mt{k} = phi i32 [ %b, %L{k}.summ ], [ %mtn{k}, %L{k}.mm ]",
-            f"  %mmn{k} = phi i32 [ -1, %L{k}.summ ], [ %mmn2.{k}, %L{k}.mm ]",
-            f"  %mmx{k} = phi i32 [ 0, %L{k}.summ ], [ %mmx2.{k}, %L{k}.mm ]",
-            f"  %mt64.{k} = zext i32 %mt{k} to i64",
-            f"  %msp{k} = getelementptr inbounds i32, ptr %states, i64 %mt64.{k}",
-            f"  %mr{k} = load i32, ptr %msp{k}, align 4",
-            f"  %mmn2.{k} = call i32 @llvm.umin.i32(i32 %mmn{k}, i32 %mr{k})",
-            f"  %mmx2.{k} = call i32 @llvm.umax.i32(i32 %mmx{k}, i32 %mr{k})",
-            f"  %mtn{k} = add nuw i32 %mt{k}, 1",
-            f"  %mc{k} = icmp ult i32 %mtn{k}, %e",
-            f"  br i1 %mc{k}, label %L{k}.mm, label %L{k}.mmx",
-            f"L{k}.mmx:",
-            f"  %msame{k} = icmp eq i32 %mmn2.{k}, %mmx2.{k}",
-            f"  br i1 %msame{k}, label %L{k}.same, label %L{k}.sumgo",
-            f"L{k}.same:",
-            f"  %sdone{k} = icmp eq i32 %mmn2.{k}, {done}",
-            f"  %scnt{k} = sub i32 %e, %b",
-            f"  %qmx{k} = select i1 %sdone{k}, i32 0, i32 %mmn2.{k}",
-            f"  %qdn{k} = select i1 %sdone{k}, i32 %scnt{k}, i32 0",
-            f"  %qlo{k} = select i1 %sdone{k}, i32 65535, i32 %b",
-            f"  %qhi{k} = select i1 %sdone{k}, i32 0, i32 %e",
-            f"  br label %L{k}.join",
             f"L{k}.sumgo:",
             f"  br label %L{k}.sum",
             f"L{k}.sum:",
@@ -467,14 +448,43 @@ def _summary(k: int, exits_k: set[int]) -> list[str]:
             f"L{k}.sumx:",
             f"  br label %L{k}.join",
             f"L{k}.join:",
-            f"  %mn{k} = phi i32 [ %smn2.{k}, %L{k}.sumx ], [ %mmn2.{k}, %L{k}.same ]",
-            f"  %mx{k} = phi i32 [ %smx2.{k}, %L{k}.sumx ], [ %qmx{k}, %L{k}.same ]",
-            f"  %dn{k} = phi i32 [ %sdn2.{k}, %L{k}.sumx ], [ %qdn{k}, %L{k}.same ]",
-            f"  %llo{k} = phi i32 [ %slo2.{k}, %L{k}.sumx ], [ %qlo{k}, %L{k}.same ]",
-            f"  %lhi{k} = phi i32 [ %shi2.{k}, %L{k}.sumx ], [ %qhi{k}, %L{k}.same ]",
-            f"  br label %L{k}.ret",
         ]
+        same = {"mn": f"%mmn2.{k}", "mx": f"%qmx{k}", "dn": f"%qdn{k}", "llo": f"%qlo{k}", "lhi": f"%qhi{k}"}
+        for name, full in (("mn", "smn2"), ("mx", "smx2"), ("dn", "sdn2"), ("llo", "slo2"), ("lhi", "shi2")):
+            quick_in = f", [ {same[name]}, %L{k}.same ]" if quick else ""
+            out.append(f"  %{name}{k} = phi i32 [ %{full}.{k}, %L{k}.sumx ]{quick_in}")
+        out.append(f"  br label %L{k}.ret")
     return out
+
+
+def _quick_summary(k: int) -> list[str]:
+    """The min/max pass over the states of [b, e): when every thread left at
+    the same point the summary is known (L<k>.same), else L<k>.sumgo."""
+    return [
+        f"L{k}.mm:",
+        f"  %mt{k} = phi i32 [ %b, %L{k}.summ ], [ %mtn{k}, %L{k}.mm ]",
+        f"  %mmn{k} = phi i32 [ -1, %L{k}.summ ], [ %mmn2.{k}, %L{k}.mm ]",
+        f"  %mmx{k} = phi i32 [ 0, %L{k}.summ ], [ %mmx2.{k}, %L{k}.mm ]",
+        f"  %mt64.{k} = zext i32 %mt{k} to i64",
+        f"  %msp{k} = getelementptr inbounds i32, ptr %states, i64 %mt64.{k}",
+        f"  %mr{k} = load i32, ptr %msp{k}, align 4",
+        f"  %mmn2.{k} = call i32 @llvm.umin.i32(i32 %mmn{k}, i32 %mr{k})",
+        f"  %mmx2.{k} = call i32 @llvm.umax.i32(i32 %mmx{k}, i32 %mr{k})",
+        f"  %mtn{k} = add nuw i32 %mt{k}, 1",
+        f"  %mc{k} = icmp ult i32 %mtn{k}, %e",
+        f"  br i1 %mc{k}, label %L{k}.mm, label %L{k}.mmx",
+        f"L{k}.mmx:",
+        f"  %msame{k} = icmp eq i32 %mmn2.{k}, %mmx2.{k}",
+        f"  br i1 %msame{k}, label %L{k}.same, label %L{k}.sumgo",
+        f"L{k}.same:",
+        f"  %sdone{k} = icmp eq i32 %mmn2.{k}, {DONE}",
+        f"  %scnt{k} = sub i32 %e, %b",
+        f"  %qmx{k} = select i1 %sdone{k}, i32 0, i32 %mmn2.{k}",
+        f"  %qdn{k} = select i1 %sdone{k}, i32 %scnt{k}, i32 0",
+        f"  %qlo{k} = select i1 %sdone{k}, i32 65535, i32 %b",
+        f"  %qhi{k} = select i1 %sdone{k}, i32 0, i32 %e",
+        f"  br label %L{k}.join",
+    ]
 
 
 def _packed_summary(k: int) -> list[str]:
