@@ -72,3 +72,20 @@ def test_thread_loops_of_a_real_kernel_are_parallel(compile_with_ir):
     out = np.full((n, n), np.nan, np.float32)
     lib.transpose_tiled(a, out, n, threadgroups=[n // 16, n // 16], group_size=[16, 16], arg_casts={2: "int32"})
     np.testing.assert_array_equal(out, a.T)
+
+
+def test_jammed_loops_get_the_interleave_count():
+    """emit_loop._jammed_rows' loops (placeholder suffix .j): an interleave
+    count where pass2 asks for one (AVX2), and none on the other loops."""
+    text = ("define void @f() {\n  br label %x, !llvm.loop !mk.lp.3.0.i\n  br label %y, !llvm.loop !mk.lp.3.0.j\n}\n"
+            "  call void @g(), !llvm.access.group !mk.ag.3\n")
+    out = _number_loop_metadata(text, jam_interleave=2)
+    (inner,) = re.findall(r"br label %x, !llvm\.loop !(\d+)", out)
+    (jam,) = re.findall(r"br label %y, !llvm\.loop !(\d+)", out)
+    jam_node = re.search(rf"^!{jam} = distinct !{{(.*)}}$", out, re.MULTILINE).group(1).split(", ")
+    inner_node = re.search(rf"^!{inner} = distinct !{{(.*)}}$", out, re.MULTILINE).group(1).split(", ")
+    count = [n for n in jam_node[1:] if f'{n} = !{{!"llvm.loop.interleave.count", i32 2}}' in out]
+    assert len(count) == 1 and len(jam_node) == 4
+    assert len(inner_node) == 3 and "llvm.loop.interleave.count" not in "".join(
+        ln for ln in out.splitlines() if ln.split(" = ")[0] in inner_node)
+    assert "interleave" not in _number_loop_metadata(text)  # 1: no hint

@@ -19,12 +19,10 @@ from .per_thread import PerThread
 # vectorised loop into masks on every store (an AVX-512 masked store to C
 # that never happens, on every row of every tile of a matmul); unswitching
 # makes one plain loop per outcome (the benchmark's 16x16-tiled matmul:
-# ~25% less time).
-# Non-trivial unswitching takes a uniform branch (a loop's exit test, the
-# same for every thread) out of a region's thread loop, which the vectoriser
-# would otherwise turn into masked loads and stores. The threshold is the
-# loop size it may duplicate: LLVM's default (50) is below a jammed loop's
-# (emit_loop._jammed_rows, four copies of the step) even for a small kernel.
+# ~25% less time). The threshold is the loop size unswitching may
+# duplicate: LLVM's default (50) is below a jammed loop's
+# (emit_loop._jammed_rows, four copies of the step) even for a small
+# kernel, whose uniform branch then became masked loads and stores again.
 CODEGEN_FLAGS = ("-mllvm", "-enable-nontrivial-unswitch", "-mllvm", "-unswitch-threshold=500")
 
 
