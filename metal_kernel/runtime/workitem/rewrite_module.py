@@ -142,14 +142,13 @@ def _number_loop_metadata(text: str, jam_interleave: int = 1) -> str:
             nxt += 1
         else:
             group = ids.get("ag." + name.split(".")[1])
-            defs.append(f"!{nxt} = distinct !{{!{nxt}, !{nxt + 1}, !{nxt + 2}}}")
-            defs.append(f'!{nxt + 1} = !{{!"llvm.loop.parallel_accesses", !{group}}}')
-            defs.append(f'!{nxt + 2} = !{{!"llvm.loop.vectorize.enable", i1 true}}')
-            nxt += 3
+            props = [f'!"llvm.loop.parallel_accesses", !{group}', '!"llvm.loop.vectorize.enable", i1 true']
             if jam_interleave > 1 and name.endswith(".j"):
-                defs[-3] = f"!{nxt - 3} = distinct !{{!{nxt - 3}, !{nxt - 2}, !{nxt - 1}, !{nxt}}}"
-                defs.append(f'!{nxt} = !{{!"llvm.loop.interleave.count", i32 {jam_interleave}}}')
-                nxt += 1
+                props.append(f'!"llvm.loop.interleave.count", i32 {jam_interleave}')
+            refs = ", ".join(f"!{nxt + 1 + i}" for i in range(len(props)))
+            defs.append(f"!{nxt} = distinct !{{!{nxt}, {refs}}}")
+            defs += [f"!{nxt + 1 + i} = !{{{p}}}" for i, p in enumerate(props)]
+            nxt += 1 + len(props)
     text = _PLACEHOLDER.sub(lambda m: f"!{ids[m.group(1)]}", text)
     return text + "\n".join(defs) + "\n"
 
