@@ -21,9 +21,6 @@ Never part of the tests: it measures time.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -32,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "perf"))
 
-import machine  # benchmarks/perf
+import standalone  # benchmarks/perf
 from timing import summary
 
 import metal_kernel
@@ -110,20 +107,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--json", help="write the medians and the machine to this file")
-    ap.add_argument("--repeat", type=int, default=400, help="calls per size back to back (default 400)")
-    args = ap.parse_args(argv)
-    workers = int(os.environ.get("METAL_KERNEL_NUM_THREADS", "0") or 0) or os.cpu_count()
-    info = machine.describe("n/a (not used)", workers)
-    rows = measure(args.repeat)
-    print(table(rows))
-    if args.json:
-        Path(args.json).write_text(json.dumps({"schema": 1, "machine": info, "sleep_s": SLEEP_S, "rows": rows},
-                                              indent=1) + "\n")
-        print(f"wrote {args.json}")
-    return 0
+    return standalone.main(__doc__, measure, table, 400, "calls per size back to back", {"sleep_s": SLEEP_S}, argv)
 
 
 if __name__ == "__main__":

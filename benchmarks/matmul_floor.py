@@ -16,9 +16,6 @@ it measures time.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -28,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent / "perf"))
 
 import kernels  # benchmarks/perf
-import machine
+import standalone
 from timing import summary
 
 import metal_kernel
@@ -86,19 +83,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--repeat", type=int, default=60, help="runs per variant and size (default 60)")
-    ap.add_argument("--json", metavar="OUT", help="write every run and the machine to OUT")
-    args = ap.parse_args(argv)
-    workers = int(os.environ.get("METAL_KERNEL_NUM_THREADS", "0") or 0) or os.cpu_count()
-    info = machine.describe("n/a (not used)", workers)
-    rows = measure(args.repeat)
-    print(table(rows))
-    if args.json:
-        Path(args.json).write_text(json.dumps({"schema": 1, "machine": info, "rows": rows}, indent=1) + "\n")
-        print(f"wrote {args.json}")
-    return 0
+    return standalone.main(__doc__, measure, table, 60, "runs per variant and size", argv=argv)
 
 
 if __name__ == "__main__":
