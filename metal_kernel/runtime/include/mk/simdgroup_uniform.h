@@ -155,12 +155,21 @@ __attribute__((always_inline)) inline void matrix_mma(
   MatrixRow B[8], D[8];
 #pragma clang loop unroll(full)
   for (int i = 0; i < 8; ++i) B[i] = float_row(b, i);
+  // Two rows at a time: their chains of eight dependent FMAs interleave, so
+  // the core has a second chain to issue while one waits on its last FMA
+  // (measured on the benchmark's GEMM built for Zen 3: 2-6% less time;
+  // four rows at a time spills). Each element's FMAs keep their order.
 #pragma clang loop unroll(full)
-  for (int r = 0; r < 8; ++r) {
-    MatrixRow acc = c ? float_row(*c, r) : MatrixRow(0.0f);
+  for (int r = 0; r < 8; r += 2) {
+    MatrixRow acc0 = c ? float_row(*c, r) : MatrixRow(0.0f);
+    MatrixRow acc1 = c ? float_row(*c, r + 1) : MatrixRow(0.0f);
 #pragma clang loop unroll(full)
-    for (int i = 0; i < 8; ++i) acc = __builtin_elementwise_fma(MatrixRow(float(a.rows[r][i])), B[i], acc);
-    D[r] = acc;
+    for (int i = 0; i < 8; ++i) {
+      acc0 = __builtin_elementwise_fma(MatrixRow(float(a.rows[r][i])), B[i], acc0);
+      acc1 = __builtin_elementwise_fma(MatrixRow(float(a.rows[r + 1][i])), B[i], acc1);
+    }
+    D[r] = acc0;
+    D[r + 1] = acc1;
   }
 #pragma clang loop unroll(full)
   for (int r = 0; r < 8; ++r)
