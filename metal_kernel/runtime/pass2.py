@@ -384,6 +384,7 @@ def _whole_simdgroup_build(ctx: Context, cpp: str, syms: list[int]):
     whole-matrix simdgroup_matrix (runtime/simdgroup_uniform.py): their
     symbols and the object to link. Nothing when the unit multiplies no
     simdgroup matrices, or when anything on the way fails."""
+    from . import simdgroup_fuse
     from . import simdgroup_uniform as sgu
 
     none = sgu.Built()
@@ -402,8 +403,15 @@ def _whole_simdgroup_build(ctx: Context, cpp: str, syms: list[int]):
         _debug(f"kernel {s} runs per lane: {why}")
     if not sel.symbols:
         return none
+    try:
+        fused = simdgroup_fuse.fuse(sel.text)
+    except Exception as e:  # noqa: BLE001 - a surprise in the IR: without it
+        _debug(f"no whole-simdgroup build: products not resolved: {type(e).__name__}: {e}")
+        return none
+    _debug(f"whole-simdgroup build: {fused.pairs} pairs of products share their left operand, "
+           f"{fused.singles} alone")
     ll2 = os.path.join(ctx.tmp, "sgu.internal.ll")
-    Path(ll2).write_text(sel.text)
+    Path(ll2).write_text(fused.text)
     obj = os.path.join(ctx.tmp, "sgu.o")
     proc = ctx._run([*codegen_flags(ctx.tc, ctx.optimize), ll2, "-c", "-o", obj])
     if proc.returncode != 0:

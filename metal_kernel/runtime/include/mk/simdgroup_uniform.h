@@ -6,7 +6,8 @@
 // function once per simdgroup. A matrix is then one value holding all 64
 // elements as eight row vectors, in registers: loads and stores are row
 // loads and stores, and a product is 64 broadcast-FMAs on rows, with no
-// exchange between lanes.
+// exchange between lanes. Float products that share their left operand are
+// computed two at a time (runtime/simdgroup_fuse.py; see below).
 //
 // The arithmetic is the per-lane implementation's, element for element:
 // operands converted to float, D[r][j] = fma(A[r][i], B[i][j], D[r][j]) for
@@ -177,4 +178,95 @@ __attribute__((always_inline)) inline void matrix_mma(
     for (int c = 0; c < 8; ++c) d.rows[r][c] = TD(D[r][c]);
 }
 
+typedef metal::simdgroup_matrix<float, 8, 8> FloatMatrix;
+
+}  // namespace mk
+
+// Float products go through a call to __mk_sgu_mma_f32, declared and never
+// defined: runtime/simdgroup_fuse.py, reading the optimised IR, replaces
+// two such calls in a row that share their left operand (a GEMM's a[i]
+// times b[0] and b[1]) by one call to __mk_sgu_mma_f32_pair, which
+// broadcasts each element of `a` once for both, and every other call by
+// __mk_sgu_mma_f32_one; both are then inlined. Each element's FMAs keep
+// their order, so the bits are those of two separate products.
+extern "C" {
+void __mk_sgu_mma_f32(mk::FloatMatrix* d, const mk::FloatMatrix* a, const mk::FloatMatrix* b,
+                      const mk::FloatMatrix* c);
+
+__attribute__((always_inline)) void __mk_sgu_mma_f32_one(mk::FloatMatrix* d, const mk::FloatMatrix* a,
+                                                         const mk::FloatMatrix* b, const mk::FloatMatrix* c) {
+  mk::matrix_mma<float, float, float, float>(*d, *a, *b, c);
+}
+
+// d1 = a * b1 + c1 and d2 = a * b2 + c2 (a null c is zero). The pass pairs
+// two products only when each result is disjoint from a, b1, b2 and the
+// other product's c, and equal to or disjoint from its own c: so a row of
+// d1 or d2 may be written as soon as it is computed.
+__attribute__((always_inline)) void __mk_sgu_mma_f32_pair(mk::FloatMatrix* d1, mk::FloatMatrix* d2,
+                                                          const mk::FloatMatrix* a, const mk::FloatMatrix* b1,
+                                                          const mk::FloatMatrix* b2, const mk::FloatMatrix* c1,
+                                                          const mk::FloatMatrix* c2) {
+  typedef mk::MatrixRow Row;
+  mk::in_memory(*d1);
+  mk::in_memory(*d2);
+#ifndef __AVX512F__
+  // 16 registers: four rows of both results (8 accumulators) at a time; for
+  // each i, row i of b1 and of b2 read again (an empty asm hides that they
+  // were read before, or clang keeps all 16 rows and spills them) and each
+  // broadcast of a feeds two FMAs. The eight accumulators are independent
+  // chains, so an FMA need not wait for the one before it.
+#pragma clang loop unroll(full)
+  for (int r0 = 0; r0 < 8; r0 += 4) {
+    Row x[4], y[4];
+#pragma clang loop unroll(full)
+    for (int q = 0; q < 4; ++q) {
+      x[q] = c1 ? c1->rows[r0 + q] : Row(0.0f);
+      y[q] = c2 ? c2->rows[r0 + q] : Row(0.0f);
+    }
+#pragma clang loop unroll(full)
+    for (int i = 0; i < 8; ++i) {
+      const Row* p1 = &b1->rows[i];
+      const Row* p2 = &b2->rows[i];
+      __asm__("" : "+r"(p1), "+r"(p2));
+      const Row u = *p1, v = *p2;
+#pragma clang loop unroll(full)
+      for (int q = 0; q < 4; ++q) {
+        const Row t = Row(a->rows[r0 + q][i]);
+        x[q] = __builtin_elementwise_fma(t, u, x[q]);
+        y[q] = __builtin_elementwise_fma(t, v, y[q]);
+      }
+    }
+#pragma clang loop unroll(full)
+    for (int q = 0; q < 4; ++q) {
+      d1->rows[r0 + q] = x[q];
+      d2->rows[r0 + q] = y[q];
+    }
+  }
+#else
+  // 32 registers: b1's rows stay in registers, a row of both results at a time.
+  Row B[8];
+#pragma clang loop unroll(full)
+  for (int i = 0; i < 8; ++i) B[i] = b1->rows[i];
+#pragma clang loop unroll(full)
+  for (int r = 0; r < 8; ++r) {
+    Row x = c1 ? c1->rows[r] : Row(0.0f), y = c2 ? c2->rows[r] : Row(0.0f);
+#pragma clang loop unroll(full)
+    for (int i = 0; i < 8; ++i) {
+      const Row t = Row(a->rows[r][i]);
+      x = __builtin_elementwise_fma(t, B[i], x);
+      y = __builtin_elementwise_fma(t, b2->rows[i], y);
+    }
+    d1->rows[r] = x;
+    d2->rows[r] = y;
+  }
+#endif
+}
+}  // extern "C"
+
+namespace mk {
+// Chosen over the template for float matrices (an exact match).
+__attribute__((always_inline)) inline void matrix_mma(FloatMatrix& d, const FloatMatrix& a, const FloatMatrix& b,
+                                                      const FloatMatrix* c) {
+  __mk_sgu_mma_f32(&d, &a, &b, c);
+}
 }  // namespace mk
