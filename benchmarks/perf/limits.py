@@ -135,8 +135,12 @@ class Worker:
     """benchmarks/perf/worker.py in a process of its own (see there)."""
 
     def __init__(self, threads: int):
+        # OPENBLAS_THREAD_TIMEOUT=4: OpenBLAS's threads sleep 2^4 cycles after
+        # a call instead of spinning ~2^28, so sgemm can run in the same
+        # rounds as the kernels without taking their cores (its own speed at
+        # 512^3 did not change).
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
-                   MKL_NUM_THREADS=str(threads), OMP_WAIT_POLICY="PASSIVE")
+                   MKL_NUM_THREADS=str(threads), OMP_WAIT_POLICY="PASSIVE", OPENBLAS_THREAD_TIMEOUT="4")
         self.p = subprocess.Popen([sys.executable, str(HERE / "worker.py")], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, env=env)
         self.threads = threads

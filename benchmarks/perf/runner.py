@@ -88,13 +88,27 @@ class RemoteTorch:
         worker.ask(op="torch", case=name, size=list(size), threads=worker.threads)
         self.worker, self.err = worker, None
 
+    key = "torch"
+
     def run(self) -> float:
-        out = self.worker.ask(op="run")
+        out = self.worker.ask(op="run", key=self.key)
         self.err = out["err"]
         return out["s"]
 
     def side(self) -> Side:
         return Side(self.run, lambda: None, lambda: self.err, lambda err: err)
+
+
+class RemoteSgemm(RemoteTorch):
+    """OpenBLAS's sgemm at a matmul case's size, timed in the worker process
+    in the same rounds as the kernels (its threads sleep right after each
+    call: limits.Worker)."""
+
+    key = "sgemm"
+
+    def __init__(self, worker: lim.Worker, n: int):
+        worker.ask(op="sgemm_case", n=n)
+        self.worker, self.err = worker, None
 
 
 def run_case(case, args, ctx) -> dict:
@@ -131,10 +145,16 @@ def run_case(case, args, ctx) -> dict:
             sides["torch"] = RemoteTorch(ctx["worker"], case.torch, size).side()
         except Exception as e:  # noqa: BLE001
             failed["torch"] = {"status": "error", "reason": first_line(e, 300)}
-    # A memory limit also runs in the same rounds as the kernels. (Not
-    # sgemm: OpenBLAS's threads spin after each call and would take the
-    # cores from the next contender; it is measured in the limit phases.)
-    if case.limit != "sgemm":
+    # The limit also runs in the same rounds as the kernels: a memory loop
+    # here, sgemm in the worker process.
+    if case.limit == "sgemm":
+        try:
+            sides["limit"] = RemoteSgemm(ctx["worker"], size[0]).side()
+            res["limit_work"] = case.work(size)
+            res["limit_side"] = "sgemm"
+        except Exception as e:  # noqa: BLE001
+            failed["limit"] = {"status": "error", "reason": first_line(e, 300)}
+    else:
         try:
             sides["limit"] = ctx["limits"].side(case.limit, ctx["streaming"][case.limit])
             res["limit_work"] = sides["limit"].work
