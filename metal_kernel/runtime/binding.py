@@ -115,6 +115,7 @@ class Bound:
     """Addresses and sizes of one call's arguments, kept alive for the call."""
 
     def __init__(self):
+        self.warned = False  # a BindingWarning was issued (runtime/dispatch_plan.py binds such calls every time)
         self.keep = []
         self.ptrs: list[int] = []
         self.sizes: list[int] = []
@@ -282,11 +283,12 @@ def _describe(kernel: str, i: int, name: str) -> str:
     return f"kernel '{kernel}': argument {i}" + (f" ('{name}')" if name else "")
 
 
-def _check_array(kernel: str, i: int, a, name: str, ptype: ParamType | None):
+def _check_array(kernel: str, i: int, a, name: str, ptype: ParamType | None) -> bool:
     """Refuses a read-only or self-overlapping array for a parameter the
-    kernel may write; warns when its elements are not the pointer's."""
+    kernel may write; warns when its elements are not the pointer's (and
+    returns True)."""
     if ptype is None:
-        return
+        return False
     where = _describe(kernel, i, name)
     if ptype.writable:
         if is_ndarray(a) and not a.flags.writeable:
@@ -299,9 +301,9 @@ def _check_array(kernel: str, i: int, a, name: str, ptype: ParamType | None):
                              "written; pass a contiguous copy (.contiguous() / np.ascontiguousarray)")
     kind, size = element_type(a)
     if ptype.form != "pointer" or ptype.kind in ("other", "void") or kind == "other":
-        return
+        return False
     if ptype.kind in _INTS and ptype.size == 1:
-        return  # char/uchar/bool pointers: byte views of any data
+        return False  # char/uchar/bool pointers: byte views of any data
     mismatch = (ptype.kind in _FLOATS) != (kind in _FLOATS) or (
         ptype.kind in _FLOATS and (ptype.kind, ptype.size) != (kind, size)) or (
         ptype.kind not in _FLOATS and ptype.size != size)
@@ -309,6 +311,8 @@ def _check_array(kernel: str, i: int, a, name: str, ptype: ParamType | None):
         what = f"{a.dtype}" if is_tensor(a) else f"a {a.dtype} array"
         warnings.warn(f"{where} holds {what} elements but the kernel reads them as `{ptype.spelled(name)}`; "
                       "the bytes are reinterpreted, not converted", BindingWarning, stacklevel=4)
+        return True
+    return False
 
 
 def _check_scalar(kernel: str, i: int, value, cast: str | None, name: str, ptype: ParamType | None):
@@ -339,12 +343,12 @@ def _bind_one(b: Bound, kernel: str, i: int, a, cast, name: str, ptype: ParamTyp
     mod = type(a).__module__
     if is_tensor(a):  # Tensor, Parameter and other subclasses
         ptr, size = _tensor_binding(a, i, kernel)
-        _check_array(kernel, i, a, name, ptype)
+        b.warned |= _check_array(kernel, i, a, name, ptype)
         b.add(a, ptr, size, Described("tensor", a))
         return
     if is_ndarray(a):
         ptr, size = _numpy_binding(a, i, kernel)
-        _check_array(kernel, i, a, name, ptype)
+        b.warned |= _check_array(kernel, i, a, name, ptype)
         b.add(a, ptr, size, Described("array", a))
         return
     if isinstance(a, bool):

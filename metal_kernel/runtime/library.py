@@ -7,11 +7,13 @@ import ctypes
 import functools
 import itertools
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
 
 from .binding import BindingWarning, Bound, ParamType, array_extent, bind, is_ndarray, is_tensor, parse_casts  # noqa: F401
+from .dispatch_plan import Plans, fingerprint
 from .compiler import CompiledLibrary, CompileOptions, compile_library, math_mode, streaming_setting
 from . import store_guard
 from .errors import KernelError, KernelTimeout
@@ -29,6 +31,12 @@ THREADGROUP_MEMORY_BYTES = 32 << 10  # Apple GPUs: 32 KiB per threadgroup
 # process-wide fallback ($METAL_KERNEL_CHECK=1).
 _interceptors = threading.local()
 _global_interceptor = None
+
+
+def _tensor_type():
+    """torch.Tensor when torch is imported (tensors can only exist then)."""
+    torch = sys.modules.get("torch")
+    return getattr(torch, "Tensor", None)
 
 
 def dispatch_interceptor():
@@ -78,6 +86,7 @@ class Kernel:
         self._store_facts: dict | None = None  # runtime/store_guard.py: loaded on first need
         self._fenced_bytes = 0  # bytes runtime/store_guard.py copied for this kernel without them
         self._store_proofs: dict = {}  # runtime/store_guard.py: proofs by dispatch shape
+        self._plans = Plans()  # runtime/dispatch_plan.py: bindings of recent calls
 
     @property
     def execution_mode(self) -> str:
@@ -127,6 +136,7 @@ class Kernel:
     def _bind(self, args, arg_casts) -> Bound:
         b = bind(self.name, args, parse_casts(arg_casts, len(args)), self._buffers)
         if self._buffers and len(args) > max(self._buffers) + 1:
+            b.warned = True
             warnings.warn(f"kernel '{self.name}' reads buffers up to index {max(self._buffers)} but was called "
                           f"with {len(args)} arguments; the last {len(args) - max(self._buffers) - 1} are ignored",
                           BindingWarning, stacklevel=3)
@@ -156,16 +166,35 @@ class Kernel:
         """Runs the kernel to completion. `timeout` (seconds; default
         $METAL_KERNEL_TIMEOUT, else none) stops a dispatch that runs longer
         with KernelTimeout; Ctrl-C stops it with KeyboardInterrupt."""
+        interceptor = dispatch_interceptor()
+        key = None
+        if interceptor is None and threadgroup_memory is None:
+            # A call repeating an earlier one's arguments reuses its binding
+            # (runtime/dispatch_plan.py).
+            key = fingerprint(args, threads, group_size, threadgroups, arg_casts, timeout, _tensor_type())
+            plan = self._plans.get(key) if key is not None else None
+            if plan is not None:
+                timeout_ms = self._timeout_ms(timeout)
+                if plan.settled or not store_guard.enabled():
+                    self._run(plan.launch, plan.bound, timeout_ms)
+                else:
+                    self._launch(plan.bound, plan.grid, plan.group, plan.ngroups, None, timeout_ms, plan.launch)
+                return None
         b = self._bind(args, arg_casts)
         self._check_buffers(b)
         grid, group, ngroups = self._geometry(args, b, threads, group_size, threadgroups)
         timeout_ms = self._timeout_ms(timeout)
         if 0 in grid:
             return None
-        interceptor = dispatch_interceptor()
         if interceptor is not None:
             return interceptor(self, args, b, grid, group, ngroups, threadgroup_memory, timeout_ms)
-        self._launch(b, grid, group, ngroups, threadgroup_memory, timeout_ms)
+        plan = None
+        if key is not None and not b.warned:
+            launch = self._launch_struct(b, grid, group, ngroups, None)
+            plan = self._plans.add(key, b, grid, group, ngroups, launch)
+        self._launch(b, grid, group, ngroups, threadgroup_memory, timeout_ms, plan and plan.launch)
+        if plan is not None and store_guard.enabled():
+            plan.settled = store_guard.settled(self, b, grid, group, ngroups)
         return None
 
     def dispatch_threadgroups(self, *args, threadgroups, group_size, arg_casts=None,
@@ -247,20 +276,23 @@ class Kernel:
             raise ValueError(f"kernel '{self.name}': grid {grid} exceeds 2^32 threads per dimension")
         return grid, group, ng
 
-    def _launch(self, b: Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0):
+    def _launch(self, b: Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0, launch=None):
         """Runs a dispatch with bounds-checked stores (runtime/store_guard.py):
         as it is when its stores are proven in bounds, else on fenced copies
-        of the buffers it writes."""
+        of the buffers it writes. `launch`: b's Launch record, when made
+        already."""
         if store_guard.enabled():
             fence = store_guard.guard_needed(self, b, grid, group, ngroups)
             if fence:
                 store_guard.run_fenced(self, b, fence, lambda fb: self._launch_unguarded(
                     fb, grid, group, ngroups, threadgroup_memory, timeout_ms))
                 return
-        self._launch_unguarded(b, grid, group, ngroups, threadgroup_memory, timeout_ms)
+        self._launch_unguarded(b, grid, group, ngroups, threadgroup_memory, timeout_ms, launch)
 
-    def _launch_unguarded(self, b: Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0):
-        launch = self._launch_struct(b, grid, group, ngroups, threadgroup_memory)
+    def _launch_unguarded(self, b: Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0,
+                          launch=None):
+        if launch is None:
+            launch = self._launch_struct(b, grid, group, ngroups, threadgroup_memory)
         self._run(launch, b, timeout_ms)
 
     def _store_facts_cached(self) -> bool:

@@ -83,6 +83,21 @@ def guard_needed(kernel, b, grid, group, ngroups) -> list[int]:
     return written
 
 
+def settled(kernel, b, grid, group, ngroups) -> bool:
+    """Whether this dispatch needs no fence and no dispatch with the same
+    geometry, buffer sizes and addresses ever will: it writes nothing, or
+    its proof read nothing from the buffers' contents (runtime/dispatch_plan.py
+    then skips the guard when the call repeats)."""
+    if not written_buffers(kernel, b):
+        return True
+    hit = kernel._store_proofs.get(_proof_key(b, grid, group, ngroups))
+    return hit is not None and hit[1] and not hit[0]
+
+
+def _proof_key(b, grid, group, ngroups) -> tuple:
+    return (tuple(grid), tuple(group), tuple(ngroups), tuple(b.sizes), tuple(p & 4095 if p else -1 for p in b.ptrs))
+
+
 def _proven(kernel, facts: dict, b, grid, group, ngroups) -> bool:
     """check/prove.py `stores_in_bounds`, remembered per dispatch shape: the
     proof depends on the geometry, the buffers' sizes, their addresses'
@@ -91,7 +106,7 @@ def _proven(kernel, facts: dict, b, grid, group, ngroups) -> bool:
     after re-reading those scalars (a proof can cost a millisecond)."""
     from ..check.prove import read_scalar, stores_in_bounds
 
-    key = (tuple(grid), tuple(group), tuple(ngroups), tuple(b.sizes), tuple(p & 4095 if p else -1 for p in b.ptrs))
+    key = _proof_key(b, grid, group, ngroups)
     memo = kernel._store_proofs
     hit = memo.get(key)
     if hit is not None and all(read_scalar(b.ptrs, b.sizes, i, off, ty) == v for i, off, ty, v in hit[0]):

@@ -34,9 +34,9 @@ def calls(text):
 def test_two_products_of_one_left_operand_become_a_pair():
     r = simdgroup_fuse.fuse(module(mma("%m0", "%m2", "%m3", "%m0"), mma("%m1", "%m2", "%m4", "%m1")))
     assert (r.pairs, r.singles) == (1, 0)
-    assert calls(r.text) == ["call void @__mk_sgu_mma_f32_pair(ptr noundef nonnull %m0, ptr noundef nonnull %m1, "
-                             "ptr noundef nonnull %m2, ptr noundef nonnull %m3, ptr noundef nonnull %m4, "
-                             "ptr %m0, ptr %m1) #3"]
+    assert calls(r.text) == [("call void @__mk_sgu_mma_f32_pair(ptr noundef nonnull %m0, ptr noundef nonnull %m1, "
+                              "ptr noundef nonnull %m2, ptr noundef nonnull %m3, ptr noundef nonnull %m4, "
+                              "ptr %m0, ptr %m1) #3")]
     assert "declare void @__mk_sgu_mma_f32(" not in r.text
 
 
