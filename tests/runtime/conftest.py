@@ -27,7 +27,8 @@ def both(request, lib, fiber_lib):
 def compile_with_ir():
     """compile(source) -> (library, the work-item transformed IR it was
     linked from, each unit's text joined). Give it a source no cache holds
-    (a token in a comment), so that it is compiled here."""
+    (a token in the code: the cache keys the preprocessed text, which has no
+    comments), so that it is compiled here."""
     from metal_kernel.runtime import pass2
 
     def compile(source):

@@ -162,7 +162,9 @@ def test_kernel_pairs_only_disjoint_products_with_the_bits_of_fibers(monkeypatch
         seen.append((r.pairs, r.singles))
         return r
     monkeypatch.setattr(simdgroup_fuse, "fuse", counting)
-    lib = metal_kernel.compile_shader(SOURCE + f"// {os.urandom(8).hex()}: compiled here, not from a cache\n")
+    # A new program (a constant, not a comment: comments are preprocessed away
+    # before the cache key), so that it is compiled here.
+    lib = metal_kernel.compile_shader(SOURCE + f"constant int token_{os.urandom(8).hex()} = 0;\n")
     assert lib.chains.whole_simdgroup
     assert seen == [(2, 6)]  # (p, q) and (m[0], m[1]); the five before and m[2] alone
 

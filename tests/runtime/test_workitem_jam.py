@@ -18,7 +18,7 @@ from metal_kernel.runtime.workitem import ROW_JAM
 SOURCE = r"""
 #include <metal_stdlib>
 using namespace metal;
-// TOKEN
+constant int token_TOKEN = 0;  // a new program each run (a comment would be preprocessed away)
 
 // A per-thread dependency chain over its own row of a tile, tile after tile
 // (the tiled matmul's shape), in groups of any shape; the tile loop's exit

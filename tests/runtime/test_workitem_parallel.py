@@ -17,7 +17,7 @@ from metal_kernel.runtime.workitem.rewrite_module import _number_loop_metadata
 TRANSPOSE = r"""
 #include <metal_stdlib>
 using namespace metal;
-// TOKEN
+constant int token_TOKEN = 0;  // a new program each run (a comment would be preprocessed away)
 // out = in^T through a 16x16 tile in threadgroup memory (n a multiple of 16).
 kernel void transpose_tiled(device const float* in [[buffer(0)]], device float* out [[buffer(1)]],
                             constant uint& n [[buffer(2)]], uint2 tg [[threadgroup_position_in_grid]],
