@@ -9,7 +9,8 @@ reads: each array's or tensor's address, the allocation it lies in, its
 element type, shape, strides and writability, each scalar's bits, the
 launch sizes, the casts and the timeout. So a kernel keeps its last few
 bindings under their fingerprints (`Plans`), and a call with the same
-fingerprint reuses one: its addresses are the caller's arrays of this call,
+fingerprint reuses one (from the third call on: a plan is made when a
+fingerprint comes back): its addresses are the caller's arrays of this call,
 alive for the call like any other. A plan holds no reference to an array.
 
 What may differ between such calls is still done on every call: the
@@ -98,13 +99,28 @@ class _Shape:
 
 
 class Plans:
-    """A kernel's last few bindings by fingerprint."""
+    """A kernel's last few bindings by fingerprint. A binding is kept the
+    second time its fingerprint is seen: a caller passing new tensors on
+    every call (PyTorch's way with outputs) pays for a fingerprint, not for
+    plans it never uses."""
 
     def __init__(self):
         self._plans: dict[tuple, Plan] = {}
+        self._seen: dict[tuple, None] = {}  # fingerprints seen once, oldest first
 
     def get(self, key) -> Plan | None:
         return self._plans.get(key)
+
+    def wanted(self, key) -> bool:
+        """Whether a call with this fingerprint should leave a plan: it was
+        seen before (and is remembered as seen otherwise)."""
+        if key in self._seen:
+            del self._seen[key]
+            return True
+        if len(self._seen) >= 2 * PLANS_PER_KERNEL:
+            del self._seen[next(iter(self._seen))]
+        self._seen[key] = None
+        return False
 
     def add(self, key, bound, grid, group, ngroups, launch) -> Plan:
         kept = type(bound)()

@@ -189,7 +189,7 @@ class Kernel:
         if interceptor is not None:
             return interceptor(self, args, b, grid, group, ngroups, threadgroup_memory, timeout_ms)
         plan = None
-        if key is not None and not b.warned:
+        if key is not None and not b.warned and self._plans.wanted(key):
             launch = self._launch_struct(b, grid, group, ngroups, None)
             plan = self._plans.add(key, b, grid, group, ngroups, launch)
         self._launch(b, grid, group, ngroups, threadgroup_memory, timeout_ms, plan and plan.launch)
