@@ -114,11 +114,9 @@ class Plans:
     def wanted(self, key) -> bool:
         """Whether a call with this fingerprint should leave a plan: it was
         seen before (and is remembered as seen otherwise)."""
-        if key in self._seen:
-            del self._seen[key]
+        if self._seen.pop(key, _ABSENT) is not _ABSENT:
             return True
-        if len(self._seen) >= 2 * PLANS_PER_KERNEL:
-            del self._seen[next(iter(self._seen))]
+        _evict(self._seen, 2 * PLANS_PER_KERNEL)
         self._seen[key] = None
         return False
 
@@ -130,11 +128,23 @@ class Plans:
             if isinstance(name, Described):
                 name = Described(name.kind, _Shape(tuple(name.a.shape), name.a.dtype))
             kept.add(obj if isinstance(obj, ctypes.Array) else None, ptr, size, name)
-        if len(self._plans) >= PLANS_PER_KERNEL:
-            del self._plans[next(iter(self._plans))]
+        _evict(self._plans, PLANS_PER_KERNEL)
         plan = self._plans[key] = Plan(kept, grid, group, ngroups, launch)
         return plan
 
     def __len__(self):
         return len(self._plans)
 
+
+_ABSENT = object()
+
+
+def _evict(entries: dict, limit: int):
+    """Drops the oldest entries beyond `limit - 1`. Kernels may be called
+    from several threads: another may change the dict meanwhile, and losing
+    a plan only costs a binding."""
+    while len(entries) >= limit:
+        try:
+            entries.pop(next(iter(entries)), None)
+        except (RuntimeError, StopIteration):
+            break

@@ -160,3 +160,28 @@ def test_a_plan_keeps_no_array_alive(lib):
     del y
     gc.collect()
     assert ref() is None
+
+
+def test_calls_from_several_threads_each_compute_their_own(lib):
+    # Plans are shared by the threads calling one kernel; each call must
+    # still write its own array with its own scalar.
+    import threading
+
+    errors = []
+
+    def work(seed):
+        ys = [np.zeros(64, np.float32) for _ in range(3)]
+        try:
+            for r in range(150):
+                y, a = ys[r % 3], float(seed * 100 + r % 7)
+                lib.fill(y, a, threads=64, group_size=32)
+                assert (y == a).all(), (seed, r)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
