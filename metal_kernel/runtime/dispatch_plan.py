@@ -75,11 +75,14 @@ def fingerprint(args, threads, group_size, threadgroups, arg_casts, timeout, ten
         elif t is int or t is bool:
             parts.append((t, a))
         elif tensor_type is not None and t is tensor_type:
-            if a.device.type != "cpu":
+            if a.device.type != "cpu" or a.is_sparse or a.is_quantized:
+                return None  # bound (and refused) the usual way
+            try:
+                storage = a.untyped_storage()
+                parts.append((a.data_ptr(), storage.data_ptr(), storage.nbytes(), a.dtype, a.shape, a.stride(),
+                              a.storage_offset(), a.layout))
+            except Exception:  # noqa: BLE001 - a tensor without plain storage: binding says what is wrong
                 return None
-            storage = a.untyped_storage()
-            parts.append((a.data_ptr(), storage.data_ptr(), storage.nbytes(), a.dtype, a.shape, a.stride(),
-                          a.storage_offset(), a.layout, a.is_quantized))
         else:
             return None
     return tuple(parts)
