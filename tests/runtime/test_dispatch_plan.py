@@ -185,3 +185,8 @@ def test_calls_from_several_threads_each_compute_their_own(lib):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_tensors_without_plain_storage_are_refused_by_the_binding(lib):
+    with pytest.raises(TypeError, match="only strided tensors bind"):
+        lib.fill(torch.zeros(64).to_sparse(), 1.0, threads=64, group_size=32)
