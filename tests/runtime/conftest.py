@@ -48,3 +48,24 @@ def compile_with_ir():
         return lib, "\n".join(seen)
 
     return compile
+
+
+@pytest.fixture
+def build_for_avx2(monkeypatch):
+    """build_for_avx2(): the compiles that follow target x86-64-v3 (AVX2,
+    16 vector registers: the headers' 16-register paths); skips the test
+    where the CPU cannot run that code."""
+    def build():
+        from metal_kernel.runtime.toolchain import find_toolchain
+
+        try:
+            with open("/proc/cpuinfo") as f:
+                has_avx2 = " avx2" in f.read()
+        except OSError:
+            has_avx2 = False
+        if not has_avx2:
+            pytest.skip("needs a CPU with AVX2")
+        march = "x86_64_v3" if find_toolchain().is_zig else "x86-64-v3"
+        monkeypatch.setenv("METAL_KERNEL_CXXFLAGS", f"-march={march}")
+
+    return build

@@ -152,24 +152,11 @@ def reference(A):
     return np.concatenate([v.ravel() for v in (a, b, c, x, y, p, q, *m)])
 
 
-def _has_avx2() -> bool:
-    try:
-        return " avx2" in open("/proc/cpuinfo").read()
-    except OSError:
-        return False
-
-
 @pytest.mark.skipif(not workitem_enabled(), reason="work-item loops are off")
 @pytest.mark.parametrize("isa", ["native", "avx2"])
-def test_kernel_pairs_only_disjoint_products_with_the_bits_of_fibers(isa, monkeypatch, fiber_lib):
+def test_kernel_pairs_only_disjoint_products_with_the_bits_of_fibers(isa, monkeypatch, build_for_avx2, fiber_lib):
     if isa == "avx2":
-        # The 16-register pair (four rows of each result at a time).
-        if not _has_avx2():
-            pytest.skip("needs a CPU with AVX2")
-        from metal_kernel.runtime.toolchain import find_toolchain
-
-        march = "x86_64_v3" if find_toolchain().is_zig else "x86-64-v3"
-        monkeypatch.setenv("METAL_KERNEL_CXXFLAGS", f"-march={march}")
+        build_for_avx2()  # the 16-register pair (four rows of each result at a time)
     seen = []
     fuse = simdgroup_fuse.fuse
 

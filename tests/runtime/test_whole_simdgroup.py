@@ -223,21 +223,10 @@ def test_thread_index_analysis(lines, ok):
     assert _lane_bits_only_via_simdgroup(body, "lin") is ok
 
 
-def _has_avx2() -> bool:
-    try:
-        return " avx2" in open("/proc/cpuinfo").read()
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not _has_avx2(), reason="needs a CPU with AVX2")
-def test_avx2_build_runs_whole_simdgroups(monkeypatch, fiber_lib):
+def test_avx2_build_runs_whole_simdgroups(build_for_avx2, fiber_lib):
     # With 16 vector registers the matrices are kept in memory (an empty
     # asm statement takes their address); the kernel still qualifies.
-    from metal_kernel.runtime.toolchain import find_toolchain
-
-    march = "x86_64_v3" if find_toolchain().is_zig else "x86-64-v3"
-    monkeypatch.setenv("METAL_KERNEL_CXXFLAGS", f"-march={march}")
+    build_for_avx2()
     lib = metal_kernel.compile_shader(SOURCE)
     assert lib.gemm.whole_simdgroup
     _, _, C = run_gemm(lib)
