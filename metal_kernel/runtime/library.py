@@ -174,11 +174,8 @@ class Kernel:
             key = fingerprint(args, threads, group_size, threadgroups, arg_casts, timeout, _tensor_type())
             plan = self._plans.get(key) if key is not None else None
             if plan is not None:
-                timeout_ms = self._timeout_ms(timeout)
-                if plan.settled or not store_guard.enabled():
-                    self._run(plan.launch, plan.bound, timeout_ms)
-                else:
-                    self._launch(plan.bound, plan.grid, plan.group, plan.ngroups, None, timeout_ms, plan.launch)
+                self._launch(plan.bound, plan.grid, plan.group, plan.ngroups, None, self._timeout_ms(timeout),
+                             plan.launch, plan.settled)
                 return None
         b = self._bind(args, arg_casts)
         self._check_buffers(b)
@@ -276,12 +273,14 @@ class Kernel:
             raise ValueError(f"kernel '{self.name}': grid {grid} exceeds 2^32 threads per dimension")
         return grid, group, ng
 
-    def _launch(self, b: Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0, launch=None):
+    def _launch(self, b: Bound, grid, group, ngroups, threadgroup_memory, timeout_ms: int = 0, launch=None,
+                settled: bool = False):
         """Runs a dispatch with bounds-checked stores (runtime/store_guard.py):
         as it is when its stores are proven in bounds, else on fenced copies
         of the buffers it writes. `launch`: b's Launch record, when made
-        already."""
-        if store_guard.enabled():
+        already; `settled`: a repeated dispatch that needs no guard
+        (store_guard.settled)."""
+        if not settled and store_guard.enabled():
             fence = store_guard.guard_needed(self, b, grid, group, ngroups)
             if fence:
                 store_guard.run_fenced(self, b, fence, lambda fb: self._launch_unguarded(
