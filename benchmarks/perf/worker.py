@@ -76,9 +76,7 @@ class SgemmCase:
     matmul cases' limit, run in the same rounds as the kernels."""
 
     def __init__(self, n: int):
-        r = np.random.default_rng(0)
-        self.a = r.uniform(-1, 1, (n, n)).astype(np.float32)
-        self.b = r.uniform(-1, 1, (n, n)).astype(np.float32)
+        self.a, self.b = sgemm_operands(n)
         self.corner = float(self.a[-1].astype(np.float64) @ self.b[:, -1])
         self.a @ self.b  # OpenBLAS's threads started
 
@@ -94,10 +92,14 @@ class SgemmCase:
         return {"s": dt, "err": None if ok else f"sgemm's corner {c[-1, -1]} != {self.corner}"}
 
 
-def sgemm(n: int, repeat: int, warmup: int) -> dict:
+def sgemm_operands(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The two N x N float32 matrices every sgemm here multiplies."""
     r = np.random.default_rng(0)
-    a = r.uniform(-1, 1, (n, n)).astype(np.float32)
-    b = r.uniform(-1, 1, (n, n)).astype(np.float32)
+    return r.uniform(-1, 1, (n, n)).astype(np.float32), r.uniform(-1, 1, (n, n)).astype(np.float32)
+
+
+def sgemm(n: int, repeat: int, warmup: int) -> dict:
+    a, b = sgemm_operands(n)
     for _ in range(warmup):
         a @ b
     times = []
