@@ -104,7 +104,7 @@ class Session:
         if self._workers is None:
             from ..runtime.native import runtime
 
-            self._workers = N.WorkerStates(max(1, runtime().mkrt_init(0)))
+            self._workers = N.WorkerStates(max(1, runtime().mkrt_worker_states()))
         return self._workers
 
     # ------------------------------------------------------------ dispatch --

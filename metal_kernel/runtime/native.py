@@ -73,6 +73,9 @@ def runtime() -> ctypes.CDLL:
         lib.mkrt_api.restype = ctypes.c_void_p
         lib.mkrt_init.argtypes = [ctypes.c_int]
         lib.mkrt_init.restype = ctypes.c_int
+        lib.mkrt_worker_states.restype = ctypes.c_int  # the caller's and each pool thread's
+        lib.mkrt_dispatch_counts.argtypes = [ctypes.POINTER(ctypes.c_uint64 * 3)]
+        lib.mkrt_dispatch_counts.restype = None
         lib.mkrt_dispatch.argtypes = [ctypes.c_void_p, ctypes.POINTER(Launch), ctypes.POINTER(ErrorInfo),
                                       ctypes.c_uint32, ctypes.c_uint64]
         lib.mkrt_dispatch.restype = ctypes.c_int
@@ -86,3 +89,14 @@ def load_kernel_library(path: str) -> ctypes.CDLL:
     lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
     ctypes.c_void_p.in_dll(lib, "__mk_rt").value = rt.mkrt_api()
     return lib
+
+
+def dispatch_counts() -> dict[str, int]:
+    """How this process's dispatches ran so far: on the calling thread alone
+    (one threadgroup, or a kernel whose earlier dispatches predict little
+    work), handed over to the pool by the caller (the prediction was wrong),
+    or on the pool from the start."""
+    out = (ctypes.c_uint64 * 3)()
+    runtime().mkrt_dispatch_counts(ctypes.byref(out))
+    return {"caller": out[0], "handed_over": out[1], "pool": out[2]}
+

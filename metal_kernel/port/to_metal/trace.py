@@ -40,7 +40,7 @@ def writer_of(call, buffer_index: int, byte_offset: int, elem_bytes: int):
             return None
         from ...runtime.native import runtime
 
-        workers = N.WorkerStates(max(1, runtime().mkrt_init(0)))
+        workers = N.WorkerStates(max(1, runtime().mkrt_worker_states()))
         state = N.DispatchState(N.TOOL_RACE, 64, workers)
         spans = [_addressable(a, p, n) for a, p, n in zip(list(args) + [None] * len(b.ptrs), b.ptrs, b.sizes)]
         gshift = max(0, elem_bytes.bit_length() - 1)

@@ -600,9 +600,14 @@ struct Dispatch {
   uint64_t chunk;   // groups taken per atomic increment
   uint64_t next;    // next group index (atomic)
   int failed;       // set once (atomic)
-  int cancel;       // 0, or why the dispatcher stopped it: kErrTimeout / kErrInterrupted
+  int cancel;       // 0, or why the watchdog stopped it: kErrTimeout / kErrInterrupted
   ErrorInfo* error;
   pthread_mutex_t error_mutex;
+  pthread_t caller;     // the thread that called mkrt_dispatch
+  uint64_t start_ns;    // on the monotonic clock
+  uint64_t timeout_ms;  // 0: none
+  uint64_t caller_until_ns;  // the caller runs groups alone until then (0: to the end)
+  uint64_t busy_ns;          // time its participants spent in work() (atomic)
 };
 
 void record_error(Worker* w, int kind, int sig, uint64_t addr, const char* msg) {
@@ -775,17 +780,57 @@ void install_handlers() {
 
 // ------------------------------------------------------------------ pool --
 
+// A small dispatch runs on the thread that calls mkrt_dispatch, with no
+// hand-over: waking a pool thread and being woken by it costs an
+// inter-processor wake-up each way (tens of µs on a VM, more than many
+// kernels take), while letting the caller work beside the woken threads
+// lost more than it gained where the scheduler put a woken thread on the
+// caller's own CPU (KVM guests see their idle vCPUs as preempted). So the
+// caller runs a dispatch alone when it has one group, or when the kernel's
+// earlier dispatches predict less than kAloneNs of work; if its groups
+// outlast that by far (the prediction was wrong) it hands the rest to the
+// pool. Every other dispatch goes to the pool at once, the caller waiting.
+// A watchdog thread enforces the deadline and Ctrl-C either way.
 struct Pool {  // calloc'ed and initialised in mkrt_init
   pthread_mutex_t m;
-  pthread_cond_t wake, done;
-  int nthreads;
-  Dispatch* job;
+  pthread_cond_t wake, done, watch;
+  int nthreads;  // the dispatch's parallelism: the pool's threads, or 1 (the caller)
+  int nworkers;  // worker states: the caller's and the pool threads'
+  Dispatch* job;      // the dispatch the pool may join; null when none
+  Dispatch* watched;  // the dispatch running (the watchdog's)
   uint64_t generation;
-  int busy;
+  int active;    // pool threads inside `job`
+  bool caller_waiting;
+  bool watchdog_parked;
+  uint64_t last_dispatch_ns;  // when the last one ended (the watchdog parks after a second idle)
   pthread_mutex_t dispatch_mutex;  // one dispatch at a time
-  Worker** workers;  // nthreads entries once every worker has started
+  // [0]: the caller's (used by whichever thread holds dispatch_mutex), then
+  // one per pool thread; nworkers entries once every thread has started.
+  Worker** workers;
   int registered;
+  char* caller_alt_stack;  // for a caller without an alternate signal stack
 };
+
+// A kernel's work per grid thread, from its last dispatch (direct-mapped by
+// the entry point; only the thread holding dispatch_mutex touches it).
+struct Estimate {
+  EntryFn entry;
+  uint64_t ps_per_thread;  // picoseconds
+};
+constexpr int kEstimates = 256;
+Estimate g_estimates[kEstimates];
+// How dispatches ran: on the caller alone, handed over by it, or on the
+// pool (mkrt_dispatch_counts; the tests read them).
+uint64_t g_counts[3];
+constexpr uint64_t kAloneNs = 50000;          // predicted work the caller takes alone
+constexpr uint64_t kAloneHandoverNs = 200000;  // when it gives up on a wrong prediction
+
+inline Estimate& estimate_slot(EntryFn entry) {
+  const uintptr_t h = reinterpret_cast<uintptr_t>(entry);
+  return g_estimates[((h >> 4) ^ (h >> 12)) % kEstimates];
+}
+
+constexpr size_t kAltStackSize = 1 << 16;
 
 Pool* g_pool = nullptr;
 
@@ -832,20 +877,33 @@ inline void prefetch_slices(const Dispatch* d, uint64_t group) {
   }
 }
 
+uint64_t monotonic_ns() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
+}
+
 inline bool skipped(const Launch* l, uint64_t group) {
   for (uint32_t i = 0; i < l->nskip; ++i)
     if (l->skip[i] == group) return true;
   return false;
 }
 
+// Runs groups of `d` until none is left (or the dispatch failed); the caller
+// (index 0) also stops at d->caller_until_ns, to hand the rest to the pool.
+// Adds the time spent to d->busy_ns: the dispatch's work, for the estimate.
 void work(Worker* w, Dispatch* d) {
-  if (d->launch->max_workers && w->index >= d->launch->max_workers) return;
+  // max_workers: the caller alone when 1; else that many pool threads.
+  const uint32_t most = d->launch->max_workers;
+  if (w->index && most && (most == 1 || w->index > most)) return;
+  const uint64_t start = monotonic_ns();
   w->dispatch = d;
   w->flags = d->flags;
   w->entry = d->entry;
   w->launch = d->launch;
   for (;;) {
     if (__atomic_load_n(&d->failed, __ATOMIC_RELAXED)) break;
+    if (w->index == 0 && d->caller_until_ns && monotonic_ns() >= d->caller_until_ns) break;
     const uint64_t first = __atomic_fetch_add(&d->next, d->chunk, __ATOMIC_RELAXED);
     if (first >= d->ngroups) break;
     const uint64_t last = first + d->chunk < d->ngroups ? first + d->chunk : d->ngroups;
@@ -880,27 +938,65 @@ void work(Worker* w, Dispatch* d) {
   // which are weakly ordered: make them visible before reporting done.
   __builtin_ia32_sfence();
 #endif
+  __atomic_fetch_add(&d->busy_ns, monotonic_ns() - start, __ATOMIC_RELAXED);
 }
 
-void* worker_main(void* arg) {
-  Pool* p = static_cast<Pool*>(arg);
-  // Large (1024 threads and their stacks); every field starts at zero, and
-  // the threadgroup memory inside is 64-byte aligned.
+// Large (1024 threads and their stacks); every field starts at zero, and
+// the threadgroup memory inside is 64-byte aligned.
+Worker* new_worker() {
   void* mem = nullptr;
   if (posix_memalign(&mem, 64, sizeof(Worker)) != 0) return nullptr;
   memset(mem, 0, sizeof(Worker));
-  Worker* w = static_cast<Worker*>(mem);
-  tls_worker = w;
-  w->self = pthread_self();
+  return static_cast<Worker*>(mem);
+}
+
+// Kernels run in the default floating-point environment on every thread
+// (round to nearest, subnormals kept, exceptions masked), whatever the
+// caller's thread has set (torch.set_flush_denormal, fesetround): a group
+// must not compute differently on the caller than on a pool thread.
+#if defined(__x86_64__)
+typedef unsigned FpState;
+constexpr unsigned kDefaultMxcsr = 0x1F80;
+inline FpState enter_default_fp() {
+  const unsigned saved = __builtin_ia32_stmxcsr();
+  __builtin_ia32_ldmxcsr(kDefaultMxcsr);
+  return saved;
+}
+inline void leave_default_fp(FpState saved) { __builtin_ia32_ldmxcsr(saved); }
+#elif defined(__aarch64__)
+typedef unsigned long FpState;
+inline FpState enter_default_fp() {
+  FpState saved;
+  __asm__ volatile("mrs %0, fpcr" : "=r"(saved));
+  __asm__ volatile("msr fpcr, %0" ::"r"(0ul));
+  return saved;
+}
+inline void leave_default_fp(FpState saved) { __asm__ volatile("msr fpcr, %0" ::"r"(saved)); }
+#else
+typedef int FpState;
+inline FpState enter_default_fp() { return 0; }
+inline void leave_default_fp(FpState) {}
+#endif
+
+void* worker_main(void* arg) {
+  Pool* p = static_cast<Pool*>(arg);
+  Worker* w = new_worker();
   pthread_mutex_lock(&p->m);
-  w->index = uint32_t(p->registered);
-  p->workers[p->registered++] = w;
+  if (w) {
+    w->self = pthread_self();
+    w->index = uint32_t(p->registered);
+    p->workers[p->registered] = w;
+  }
+  p->registered++;  // counted either way, so that mkrt_init stops waiting
   pthread_cond_broadcast(&p->done);
   pthread_mutex_unlock(&p->m);
+  if (!w) return nullptr;
+  tls_worker = w;
+  enter_default_fp();  // a pool thread inherits its creator's environment
   // Faults on a fiber (stack overflow included) are handled on this stack.
   stack_t ss;
-  ss.ss_sp = malloc(1 << 16);
-  ss.ss_size = 1 << 16;
+  ss.ss_sp = malloc(kAltStackSize);
+  ss.ss_size = kAltStackSize;
   ss.ss_flags = 0;
   sigaltstack(&ss, nullptr);
   uint64_t seen = 0;
@@ -909,14 +1005,18 @@ void* worker_main(void* arg) {
     while (p->generation == seen) pthread_cond_wait(&p->wake, &p->m);
     seen = p->generation;
     Dispatch* d = p->job;
+    if (d) p->active++;
     pthread_mutex_unlock(&p->m);
+    if (!d) continue;  // woke after the caller closed it: nothing left to take
     work(w, d);
     pthread_mutex_lock(&p->m);
-    if (--p->busy == 0) pthread_cond_broadcast(&p->done);
+    if (--p->active == 0 && p->caller_waiting) pthread_cond_signal(&p->done);
     pthread_mutex_unlock(&p->m);
   }
   return nullptr;
 }
+
+void* watchdog_main(void* arg);
 
 }  // namespace
 
@@ -926,40 +1026,76 @@ __attribute__((visibility("default"))) int mkrt_abi_version() { return MK_ABI_VE
 
 __attribute__((visibility("default"))) const RuntimeApi* mkrt_api() { return &kApi; }
 
+// Worker states a dispatch may use (the caller's and each pool thread's):
+// what a checked dispatch needs one chk::Group for each of.
+// Dispatches so far that ran on the caller alone, were handed over to the
+// pool by it (a wrong prediction), and ran on the pool.
+__attribute__((visibility("default"))) void mkrt_dispatch_counts(uint64_t out[3]) {
+  if (!g_pool) {
+    out[0] = out[1] = out[2] = 0;
+    return;
+  }
+  pthread_mutex_lock(&g_pool->dispatch_mutex);
+  memcpy(out, g_counts, sizeof g_counts);
+  pthread_mutex_unlock(&g_pool->dispatch_mutex);
+}
+
+__attribute__((visibility("default"))) int mkrt_worker_states() { return g_pool ? g_pool->nworkers : 0; }
+
 __attribute__((visibility("default"))) int mkrt_init(int nthreads) {
   if (g_pool) return g_pool->nthreads;
   if (nthreads <= 0) {
     nthreads = int(sysconf(_SC_NPROCESSORS_ONLN));
     if (nthreads <= 0) nthreads = 1;
   }
-  g_pool = static_cast<Pool*>(calloc(1, sizeof(Pool)));
-  g_pool->workers = static_cast<Worker**>(calloc(size_t(nthreads), sizeof(Worker*)));
-  pthread_mutex_init(&g_pool->m, nullptr);
-  pthread_cond_init(&g_pool->wake, nullptr);
-  pthread_cond_init(&g_pool->done, nullptr);
-  pthread_mutex_init(&g_pool->dispatch_mutex, nullptr);
+  Worker* caller = new_worker();
+  char* alt = static_cast<char*>(malloc(kAltStackSize));
+  if (!caller || !alt) {
+    free(caller);
+    free(alt);
+    return 0;
+  }
+  Pool* p = static_cast<Pool*>(calloc(1, sizeof(Pool)));
+  p->workers = static_cast<Worker**>(calloc(size_t(nthreads) + 1, sizeof(Worker*)));
+  pthread_mutex_init(&p->m, nullptr);
+  pthread_cond_init(&p->wake, nullptr);
+  pthread_cond_init(&p->done, nullptr);
+  pthread_cond_init(&p->watch, nullptr);
+  pthread_mutex_init(&p->dispatch_mutex, nullptr);
+  p->caller_alt_stack = alt;
+  p->workers[0] = caller;
+  p->registered = 1;
+  int started = 0;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  for (int i = 0; i < nthreads; ++i) {
+  // One participant is the caller alone: no pool to wake.
+  for (int i = 0; i < nthreads && nthreads > 1; ++i) {
     pthread_t t;
-    if (pthread_create(&t, &attr, worker_main, g_pool) == 0) g_pool->nthreads++;
+    if (pthread_create(&t, &attr, worker_main, p) == 0) started++;
   }
+  pthread_t t;
+  pthread_create(&t, &attr, watchdog_main, p);  // without it, no deadline (it never fails in practice)
   pthread_attr_destroy(&attr);
-  // Every worker registered before the first dispatch (so it can be stopped).
-  pthread_mutex_lock(&g_pool->m);
-  while (g_pool->registered < g_pool->nthreads) pthread_cond_wait(&g_pool->done, &g_pool->m);
-  pthread_mutex_unlock(&g_pool->m);
-  return g_pool->nthreads;
+  // Every pool thread registered before the first dispatch (so it can be
+  // stopped); one that could not allocate its worker leaves a gap, closed here.
+  pthread_mutex_lock(&p->m);
+  while (p->registered < 1 + started) pthread_cond_wait(&p->done, &p->m);
+  int n = 0;
+  for (int i = 0; i < 1 + started; ++i)
+    if (p->workers[i]) {
+      p->workers[n] = p->workers[i];
+      p->workers[n]->index = uint32_t(n);
+      n++;
+    }
+  p->nworkers = n;
+  p->nthreads = n > 1 ? n - 1 : 1;
+  pthread_mutex_unlock(&p->m);
+  g_pool = p;
+  return p->nthreads;
 }
 
 namespace {
-
-uint64_t monotonic_ns() {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
-}
 
 // Marks the dispatch cancelled (first error wins) and signals every worker
 // once. A worker outside kernel code ignores the signal and sees `failed`
@@ -980,18 +1116,65 @@ void stop_dispatch(Dispatch* d, int why, uint64_t timeout_ms) {
       snprintf(e->message, sizeof e->message, "interrupted (Ctrl-C)");
   }
   pthread_mutex_unlock(&d->error_mutex);
-  for (int i = 0; i < g_pool->nthreads; ++i) pthread_kill(g_pool->workers[i]->self, stop_signal());
+  pthread_kill(d->caller, stop_signal());
+  for (int i = 1; i < g_pool->nworkers; ++i) pthread_kill(g_pool->workers[i]->self, stop_signal());
+}
+
+// Checks the open dispatch's deadline and Ctrl-C every 50 ms (sooner when
+// the deadline is nearer); parks while no dispatch is open. The caller
+// wakes it only when it is parked, so back-to-back dispatches cost it at
+// most one wake-up per 50 ms.
+void* watchdog_main(void* arg) {
+  Pool* p = static_cast<Pool*>(arg);
+  pthread_mutex_lock(&p->m);
+  for (;;) {
+    Dispatch* d = p->watched;
+    if (!d && monotonic_ns() - p->last_dispatch_ns > 1000000000ull) {
+      p->watchdog_parked = true;
+      pthread_cond_wait(&p->watch, &p->m);
+      p->watchdog_parked = false;
+      continue;
+    }
+    uint64_t wait_ns = 50000000;
+    const uint64_t now = monotonic_ns();
+    if (!d || d->cancel) {
+      // none open, or stopping: the participants leave by themselves
+    } else if (g_sigint_seen) {
+      stop_dispatch(d, kErrInterrupted, d->timeout_ms);
+    } else if (d->timeout_ms) {
+      const uint64_t deadline = d->start_ns + d->timeout_ms * 1000000ull;
+      if (now >= deadline)
+        stop_dispatch(d, kErrTimeout, d->timeout_ms);
+      else if (deadline - now < wait_ns)
+        wait_ns = deadline - now;
+    }
+    // The deadline is measured on the monotonic clock; the wait's is on the
+    // realtime one, the only clock every pthread_cond_timedwait (this
+    // library links against whichever glibc version is oldest) uses.
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const uint64_t ns = uint64_t(ts.tv_nsec) + wait_ns;
+    ts.tv_sec += time_t(ns / 1000000000ull);
+    ts.tv_nsec = long(ns % 1000000000ull);
+    pthread_cond_timedwait(&p->watch, &p->m, &ts);
+  }
+  return nullptr;
 }
 
 }  // namespace
 
 // Runs one dispatch to completion. Returns 0, or 1 with `error` filled.
-// `timeout_ms` (0: none) bounds its wall time; Ctrl-C stops it too.
+// `timeout_ms` (0: none) bounds its wall time; Ctrl-C stops it too. The
+// calling thread runs groups itself (Pool).
 __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const Launch* launch,
                                                          ErrorInfo* error, uint32_t flags,
                                                          uint64_t timeout_ms) {
-  if (!g_pool) mkrt_init(0);
   memset(error, 0, sizeof *error);
+  if (!g_pool && mkrt_init(0) == 0) {
+    error->kind = 3;
+    snprintf(error->message, sizeof error->message, "the runtime could not allocate its workers");
+    return 1;
+  }
   const uint64_t ngroups = uint64_t(launch->threadgroups_per_grid.x) *
                            launch->threadgroups_per_grid.y * launch->threadgroups_per_grid.z;
   if (ngroups == 0) return 0;
@@ -1030,49 +1213,79 @@ __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const La
   pthread_mutex_init(&d.error_mutex, nullptr);
   install_stop_handlers();
   g_sigint_seen = 0;
-  for (int i = 0; i < g_pool->nthreads; ++i) g_pool->workers[i]->stopped = 0;
-  const uint64_t start = monotonic_ns();
-  pthread_mutex_lock(&g_pool->m);
-  g_pool->job = &d;
-  g_pool->busy = g_pool->nthreads;
-  g_pool->generation++;
-  pthread_cond_broadcast(&g_pool->wake);
-  // Wake up every 50 ms to check the deadline and Ctrl-C.
-  while (g_pool->busy != 0) {
-    const uint64_t now = monotonic_ns();
-    if (d.cancel) {
-      // stopping: wait for the workers
-    } else if (g_sigint_seen) {
-      stop_dispatch(&d, kErrInterrupted, timeout_ms);
-    } else if (timeout_ms && now - start >= timeout_ms * 1000000ull) {
-      stop_dispatch(&d, kErrTimeout, timeout_ms);
-    }
-    // The timeout is measured on the monotonic clock; the wait's deadline
-    // is on the realtime one, the only clock every pthread_cond_timedwait
-    // (this library links against whichever glibc version is oldest) uses.
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50000000;
-    if (ts.tv_nsec >= 1000000000) {
-      ts.tv_sec += 1;
-      ts.tv_nsec -= 1000000000;
-    }
-    pthread_cond_timedwait(&g_pool->done, &g_pool->m, &ts);
+  Pool* p = g_pool;
+  for (int i = 0; i < p->nworkers; ++i) p->workers[i]->stopped = 0;
+  d.caller = pthread_self();
+  d.start_ns = monotonic_ns();
+  d.timeout_ms = timeout_ms;
+  Worker* self = p->workers[0];
+  self->self = d.caller;
+  tls_worker = self;  // the caller is a worker until the dispatch returns
+  // Faults on a fiber (stack overflow included) need an alternate signal
+  // stack; the caller's thread gets ours for the dispatch when it has none.
+  stack_t old_alt;
+  bool alt_swapped = false;
+  if (sigaltstack(nullptr, &old_alt) == 0 && ((old_alt.ss_flags & SS_DISABLE) || old_alt.ss_size < kAltStackSize / 4)) {
+    stack_t ss;
+    ss.ss_sp = p->caller_alt_stack;
+    ss.ss_size = kAltStackSize;
+    ss.ss_flags = 0;
+    alt_swapped = sigaltstack(&ss, nullptr) == 0;
   }
-  g_pool->job = nullptr;
+  const FpState fp = enter_default_fp();
+  const uint64_t threads = uint64_t(launch->threads_per_grid.x) * launch->threads_per_grid.y *
+                           launch->threads_per_grid.z;
+  Estimate& est = estimate_slot(entry);
+  const bool known = est.entry == entry;
+  const bool pool = p->nworkers > 1 && launch->max_workers != 1;
+  const bool alone = !pool || ngroups == 1 || (known && est.ps_per_thread < kAloneNs * 1000 / threads);
+  // A wrong prediction hands over; one group, or no pool, has nobody to hand to.
+  d.caller_until_ns = alone && pool && ngroups > 1 ? d.start_ns + kAloneHandoverNs : 0;
+  d.busy_ns = 0;
+  pthread_mutex_lock(&p->m);
+  p->watched = &d;
+  if (p->watchdog_parked) pthread_cond_signal(&p->watch);
+  pthread_mutex_unlock(&p->m);
+  if (alone) work(self, &d);
+  pthread_mutex_lock(&p->m);
+  const bool left = __atomic_load_n(&d.next, __ATOMIC_RELAXED) < ngroups && !__atomic_load_n(&d.failed, __ATOMIC_RELAXED);
+  g_counts[!alone ? 2 : left ? 1 : 0]++;
+  if (left) {
+    p->job = &d;  // groups left: the pool's
+    p->active = 0;
+    p->generation++;
+    pthread_cond_broadcast(&p->wake);
+    p->caller_waiting = true;
+    // A pool thread joins (active > 0) before it takes a group, so once
+    // the counter is past the end every group taken is accounted for.
+    while (p->active != 0 || (__atomic_load_n(&d.next, __ATOMIC_RELAXED) < ngroups &&
+                              !__atomic_load_n(&d.failed, __ATOMIC_RELAXED)))
+      pthread_cond_wait(&p->done, &p->m);
+    p->caller_waiting = false;
+    p->job = nullptr;
+  }
+  p->watched = nullptr;
+  p->last_dispatch_ns = monotonic_ns();
   if (d.cancel && error->kind == d.cancel) {
     // Name a group (and thread, when known) that was still running.
-    for (int i = 0; i < g_pool->nthreads; ++i) {
-      Worker* w = g_pool->workers[i];
+    for (int i = 0; i < p->nworkers; ++i) {
+      Worker* w = p->workers[i];
       if (!w->stopped) continue;
       memcpy(error->group, w->stopped_group, sizeof error->group);
       memcpy(error->thread, w->stopped_thread, sizeof error->thread);
       break;
     }
   }
-  pthread_mutex_unlock(&g_pool->m);
+  pthread_mutex_unlock(&p->m);
+  if (!d.failed && threads) {
+    est.entry = entry;
+    est.ps_per_thread = d.busy_ns * 1000 / threads;
+  }
+  leave_default_fp(fp);
+  if (alt_swapped) sigaltstack(&old_alt, nullptr);
+  tls_worker = nullptr;
   pthread_mutex_destroy(&d.error_mutex);
-  pthread_mutex_unlock(&g_pool->dispatch_mutex);
+  pthread_mutex_unlock(&p->dispatch_mutex);
   return d.failed ? 1 : 0;
 }
 
