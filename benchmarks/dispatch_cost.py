@@ -5,14 +5,17 @@
 A saxpy of 256, 4096 and 1M floats, called through `compile_shader`'s
 calling convention, timed three ways (medians):
 
-- back to back: call after call, the pool's workers still awake;
-- after a sleep: each call after 3 ms of sleep, the workers (and, on a VM,
-  the idle cores) asleep; a 256-float saxpy is one threadgroup, so this is
-  all fixed cost;
-- the native part alone: the runtime library's `mkrt_dispatch` (waking
-  the workers, running the groups, waiting for them), the rest of a call
-  being Python (binding the arguments, the geometry, the store proof
-  remembered per dispatch shape).
+- back to back: call after call;
+- after a sleep: each call after 3 ms of sleep, the pool's workers (and, on
+  a VM, the idle cores) asleep; a 256-float saxpy is one threadgroup, so
+  this is all fixed cost;
+- the native part alone: the runtime library's `mkrt_dispatch` (running
+  the groups on the calling thread, or waking the pool's workers, which run
+  them, and waiting for them), the rest of a call being Python (binding the
+  arguments, the geometry, the store proof remembered per dispatch shape).
+
+Each row also records how its timed calls ran (`dispatch_counts()`: on the
+calling thread alone, handed over to the pool part way, or on the pool).
 
 Prints a table; `--json` writes every run's time, the medians and spreads
 (benchmarks/perf/timing.py's summary, in seconds) and the machine.
@@ -33,6 +36,7 @@ import standalone  # benchmarks/perf
 from timing import summary
 
 import metal_kernel
+from metal_kernel.runtime.native import dispatch_counts
 
 SAXPY = """
 #include <metal_stdlib>
@@ -81,6 +85,7 @@ def measure(repeat: int) -> list[dict]:
                 call()
             assert np.all(out == 2.5), "saxpy wrote wrong values"
             native.clear()
+            before = dispatch_counts()
             b2b = [call() for _ in range(repeat)]
             b2b_native = list(native)
             native.clear()
@@ -88,8 +93,10 @@ def measure(repeat: int) -> list[dict]:
             for _ in range(max(repeat // 4, 10)):
                 time.sleep(SLEEP_S)
                 slept.append(call())
+            after = dispatch_counts()
             rows.append({"elements": n, "back_to_back": summary(b2b), "back_to_back_native": summary(b2b_native),
-                         "after_sleep": summary(slept), "after_sleep_native": summary(list(native))})
+                         "after_sleep": summary(slept), "after_sleep_native": summary(list(native)),
+                         "routes": {route: after[route] - before[route] for route in after}})
     finally:
         cls._run = plain_run
     return rows
@@ -99,10 +106,14 @@ def table(rows: list[dict]) -> str:
     def us(side: dict) -> str:
         return f"{side['median_s'] * 1e6:.0f}"
 
-    out = ["| saxpy | back to back, µs (native part) | after 3 ms asleep, µs (native part) |", "|---|---|---|"]
+    def routes(r: dict) -> str:
+        return ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in r.get("routes", {}).items() if v)
+
+    out = ["| saxpy | back to back, µs (native part) | after 3 ms asleep, µs (native part) | calls ran on |",
+           "|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['elements']} floats | {us(r['back_to_back'])} ({us(r['back_to_back_native'])}) | "
-                   f"{us(r['after_sleep'])} ({us(r['after_sleep_native'])}) |")
+                   f"{us(r['after_sleep'])} ({us(r['after_sleep_native'])}) | {routes(r)} |")
     return "\n".join(out)
 
 
