@@ -74,7 +74,7 @@ def runtime() -> ctypes.CDLL:
         lib.mkrt_init.argtypes = [ctypes.c_int]
         lib.mkrt_init.restype = ctypes.c_int
         lib.mkrt_worker_states.restype = ctypes.c_int  # the caller's and each pool thread's
-        lib.mkrt_dispatch_counts.argtypes = [ctypes.POINTER(ctypes.c_uint64 * 3)]
+        lib.mkrt_dispatch_counts.argtypes = [ctypes.POINTER(ctypes.c_uint64 * 5)]
         lib.mkrt_dispatch_counts.restype = None
         lib.mkrt_dispatch.argtypes = [ctypes.c_void_p, ctypes.POINTER(Launch), ctypes.POINTER(ErrorInfo),
                                       ctypes.c_uint32, ctypes.c_uint64]
@@ -95,8 +95,10 @@ def dispatch_counts() -> dict[str, int]:
     """How this process's dispatches ran so far: on the calling thread alone
     (one threadgroup, or a kernel whose earlier dispatches predict little
     work), handed over to the pool by the caller (the prediction was wrong),
-    or on the pool from the start."""
-    out = (ctypes.c_uint64 * 3)()
+    or on the pool from the start; and the pool dispatches seen with two of
+    their threads starting on one CPU, and whether the pool's threads are
+    pinned to CPUs of their own since (METAL_KERNEL_PIN_THREADS)."""
+    out = (ctypes.c_uint64 * 5)()
     runtime().mkrt_dispatch_counts(ctypes.byref(out))
-    return {"caller": out[0], "handed_over": out[1], "pool": out[2]}
+    return {"caller": out[0], "handed_over": out[1], "pool": out[2], "shared_cpu": out[3], "pinned": out[4]}
 

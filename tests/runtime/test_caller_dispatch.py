@@ -4,6 +4,7 @@ no hand-over; a wrong prediction hands the rest to the pool; everything else
 on the pool. Whichever thread runs a group, it computes the same, and the
 caller's own thread state neither leaks into a kernel nor is changed by one."""
 
+import ast
 import os
 import subprocess
 import sys
@@ -50,7 +51,7 @@ def routed(call) -> dict:
     before = dispatch_counts()
     call()
     after = dispatch_counts()
-    return {k: after[k] - before[k] for k in after}
+    return {k: after[k] - before[k] for k in ("caller", "handed_over", "pool")}
 
 
 @pytest.mark.no_metal_check  # counts this process's dispatches (check() adds its own)
@@ -159,3 +160,38 @@ def test_a_fault_or_an_endless_group_on_a_python_thread_is_reported():
                           check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "['KernelError: stack', 'timeout', [0.0, 1.0, 2.0]]", proc.stdout
+
+
+PIN_SCRIPT = r"""
+import os, numpy as np, metal_kernel
+from metal_kernel.runtime.native import dispatch_counts, runtime
+lib = metal_kernel.compile_shader(SOURCE)
+y = np.zeros(1 << 16, np.uint32)
+for _ in range(4):
+    lib.lcg(y, 1, threads=y.size, group_size=64)
+me = os.getpid()
+masks = sorted(sorted(os.sched_getaffinity(int(t))) for t in os.listdir("/proc/self/task") if int(t) != me)
+print(repr((runtime().mkrt_init(0), dispatch_counts()["pinned"], masks)))
+"""
+
+
+@pytest.mark.parametrize("mode", ["0", "1"])
+def test_pinning_the_pool_threads_follows_the_environment(mode):
+    """METAL_KERNEL_PIN_THREADS=1 pins pool thread i to the i-th CPU the
+    process may use (the default does so once it has seen two of them start
+    a dispatch on one CPU, which a test cannot provoke); 0 never pins."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("one CPU: there is no pool to pin")
+    env = {**os.environ, "METAL_KERNEL_PIN_THREADS": mode, "METAL_KERNEL_NUM_THREADS": "2"}
+    script = f"SOURCE = {SOURCE!r}\n" + PIN_SCRIPT
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    workers, pinned, masks = ast.literal_eval(proc.stdout.strip().splitlines()[-1])
+    assert workers == 2
+    singles = [m for m in masks if len(m) == 1]
+    if mode == "1":
+        assert pinned == 1 and sorted(singles) == [[allowed[0]], [allowed[1]]], masks
+    else:
+        assert pinned == 0 and not singles, masks

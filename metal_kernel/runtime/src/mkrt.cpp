@@ -15,6 +15,7 @@
 // Faults in kernel code (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP) end the
 // dispatch with an error naming the thread; the process lives on.
 #include <errno.h>
+#include <sched.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -178,6 +179,8 @@ struct Worker {
   uint32_t flags = 0;  // of the current dispatch
   uint64_t chunk_end = 0;   // end of the chunk of groups being run
   uint32_t coalesced = 0;   // groups the last run_group call covered beyond its own
+  int start_cpu = -1;       // where this worker started its last dispatch (pool threads)
+  uint64_t serial = 0;      // ... and which dispatch that was
 
   // The threadgroup being run.
   EntryFn entry = nullptr;
@@ -606,6 +609,7 @@ struct Dispatch {
   pthread_t caller;     // the thread that called mkrt_dispatch
   uint64_t start_ns;    // on the monotonic clock
   uint64_t timeout_ms;  // 0: none
+  uint64_t serial;           // Pool::serial: which dispatch this is
   uint64_t caller_until_ns;  // the caller runs groups alone until then (0: to the end)
   uint64_t busy_ns;          // time its participants spent in work() (atomic)
 };
@@ -803,6 +807,10 @@ struct Pool {  // calloc'ed and initialised in mkrt_init
   bool caller_waiting;
   bool watchdog_parked;
   uint64_t last_dispatch_ns;  // when the last one ended (the watchdog parks after a second idle)
+  uint64_t serial;            // dispatches so far
+  int pin_mode;               // METAL_KERNEL_PIN_THREADS: 0 never, 1 at start, else (-1) when seen sharing
+  int shared_cpu_seen;        // pool dispatches whose threads started on one CPU
+  bool pinned;
   pthread_mutex_t dispatch_mutex;  // one dispatch at a time
   // [0]: the caller's (used by whichever thread holds dispatch_mutex), then
   // one per pool thread; nworkers entries once every thread has started.
@@ -889,6 +897,12 @@ inline bool skipped(const Launch* l, uint64_t group) {
   return false;
 }
 
+#if defined(__linux__)
+inline int current_cpu() { return sched_getcpu(); }
+#else
+inline int current_cpu() { return -1; }
+#endif
+
 // Runs groups of `d` until none is left (or the dispatch failed); the caller
 // (index 0) also stops at d->caller_until_ns, to hand the rest to the pool.
 // Adds the time spent to d->busy_ns: the dispatch's work, for the estimate.
@@ -897,6 +911,10 @@ void work(Worker* w, Dispatch* d) {
   const uint32_t most = d->launch->max_workers;
   if (w->index && most && (most == 1 || w->index > most)) return;
   const uint64_t start = monotonic_ns();
+  if (w->index) {
+    w->start_cpu = current_cpu();
+    w->serial = d->serial;
+  }
   w->dispatch = d;
   w->flags = d->flags;
   w->entry = d->entry;
@@ -939,6 +957,49 @@ void work(Worker* w, Dispatch* d) {
   __builtin_ia32_sfence();
 #endif
   __atomic_fetch_add(&d->busy_ns, monotonic_ns() - start, __ATOMIC_RELAXED);
+}
+
+// Pins pool thread i to the i-th CPU the caller may run on, when there are
+// enough of them. Why: on KVM guests a woken thread is often queued on a CPU
+// another pool thread already runs on (an idle vCPU looks preempted to the
+// guest's scheduler), and the dispatch then runs on one CPU for milliseconds
+// until the load balancer moves it (measured: a third of the time of a
+// memory-bound 16M-float kernel in a quarter of the calls after an idle
+// period). Done once, by the thread holding dispatch_mutex.
+void pin_pool(Pool* p) {
+  p->pinned = true;
+#if defined(__linux__)
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  int cpus[CPU_SETSIZE];
+  int n = 0;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus[n++] = c;
+  if (n < p->nworkers - 1) return;  // more threads than CPUs: nothing to gain
+  for (int i = 1; i < p->nworkers; ++i) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[i - 1], &one);
+    pthread_setaffinity_np(p->workers[i]->self, sizeof one, &one);
+  }
+#endif
+}
+
+// After a pool dispatch (pool mutex held): did two of its threads start on
+// one CPU? Twice seen, the pool is pinned (pin_mode -1, the default).
+void note_shared_cpu(Pool* p, uint64_t serial) {
+  if (p->pinned || p->pin_mode != -1) return;
+  for (int i = 1; i < p->nworkers; ++i) {
+    const Worker* a = p->workers[i];
+    if (a->serial != serial || a->start_cpu < 0) continue;
+    for (int j = i + 1; j < p->nworkers; ++j) {
+      const Worker* b = p->workers[j];
+      if (b->serial == serial && b->start_cpu == a->start_cpu) {
+        if (++p->shared_cpu_seen >= 2) pin_pool(p);
+        return;
+      }
+    }
+  }
 }
 
 // Large (1024 threads and their stacks); every field starts at zero, and
@@ -1030,13 +1091,15 @@ __attribute__((visibility("default"))) const RuntimeApi* mkrt_api() { return &kA
 // what a checked dispatch needs one chk::Group for each of.
 // Dispatches so far that ran on the caller alone, were handed over to the
 // pool by it (a wrong prediction), and ran on the pool.
-__attribute__((visibility("default"))) void mkrt_dispatch_counts(uint64_t out[3]) {
-  if (!g_pool) {
-    out[0] = out[1] = out[2] = 0;
-    return;
-  }
+// out[3]: pool dispatches seen with two threads on one CPU; out[4]: 1 once
+// the pool's threads are pinned (pin_pool).
+__attribute__((visibility("default"))) void mkrt_dispatch_counts(uint64_t out[5]) {
+  memset(out, 0, 5 * sizeof(uint64_t));
+  if (!g_pool) return;
   pthread_mutex_lock(&g_pool->dispatch_mutex);
   memcpy(out, g_counts, sizeof g_counts);
+  out[3] = uint64_t(g_pool->shared_cpu_seen);
+  out[4] = g_pool->pinned;
   pthread_mutex_unlock(&g_pool->dispatch_mutex);
 }
 
@@ -1090,6 +1153,9 @@ __attribute__((visibility("default"))) int mkrt_init(int nthreads) {
     }
   p->nworkers = n;
   p->nthreads = n > 1 ? n - 1 : 1;
+  const char* pin = getenv("METAL_KERNEL_PIN_THREADS");
+  p->pin_mode = pin && pin[0] == '0' && !pin[1] ? 0 : pin && pin[0] == '1' && !pin[1] ? 1 : -1;
+  if (p->pin_mode == 1 && n > 1) pin_pool(p);
   pthread_mutex_unlock(&p->m);
   g_pool = p;
   return p->nthreads;
@@ -1242,6 +1308,7 @@ __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const La
   // A wrong prediction hands over; one group, or no pool, has nobody to hand to.
   d.caller_until_ns = alone && pool && ngroups > 1 ? d.start_ns + kAloneHandoverNs : 0;
   d.busy_ns = 0;
+  d.serial = ++p->serial;
   pthread_mutex_lock(&p->m);
   p->watched = &d;
   if (p->watchdog_parked) pthread_cond_signal(&p->watch);
@@ -1263,6 +1330,7 @@ __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const La
       pthread_cond_wait(&p->done, &p->m);
     p->caller_waiting = false;
     p->job = nullptr;
+    note_shared_cpu(p, d.serial);
   }
   p->watched = nullptr;
   p->last_dispatch_ns = monotonic_ns();
