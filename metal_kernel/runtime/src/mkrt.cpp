@@ -1087,12 +1087,10 @@ __attribute__((visibility("default"))) int mkrt_abi_version() { return MK_ABI_VE
 
 __attribute__((visibility("default"))) const RuntimeApi* mkrt_api() { return &kApi; }
 
-// Worker states a dispatch may use (the caller's and each pool thread's):
-// what a checked dispatch needs one chk::Group for each of.
 // Dispatches so far that ran on the caller alone, were handed over to the
-// pool by it (a wrong prediction), and ran on the pool.
-// out[3]: pool dispatches seen with two threads on one CPU; out[4]: 1 once
-// the pool's threads are pinned (pin_pool).
+// pool by it (a wrong prediction), and ran on the pool; out[3]: pool
+// dispatches seen with two threads on one CPU; out[4]: 1 once the pool's
+// threads are pinned (pin_pool).
 __attribute__((visibility("default"))) void mkrt_dispatch_counts(uint64_t out[5]) {
   memset(out, 0, 5 * sizeof(uint64_t));
   if (!g_pool) return;
@@ -1103,6 +1101,8 @@ __attribute__((visibility("default"))) void mkrt_dispatch_counts(uint64_t out[5]
   pthread_mutex_unlock(&g_pool->dispatch_mutex);
 }
 
+// Worker states a dispatch may use (the caller's and each pool thread's):
+// what a checked dispatch needs one chk::Group for each of.
 __attribute__((visibility("default"))) int mkrt_worker_states() { return g_pool ? g_pool->nworkers : 0; }
 
 __attribute__((visibility("default"))) int mkrt_init(int nthreads) {
@@ -1138,7 +1138,9 @@ __attribute__((visibility("default"))) int mkrt_init(int nthreads) {
     if (pthread_create(&t, &attr, worker_main, p) == 0) started++;
   }
   pthread_t t;
-  pthread_create(&t, &attr, watchdog_main, p);  // without it, no deadline (it never fails in practice)
+  // Should it fail to start, timeouts and Ctrl-C are not enforced (the
+  // dispatches themselves run as usual).
+  pthread_create(&t, &attr, watchdog_main, p);
   pthread_attr_destroy(&attr);
   // Every pool thread registered before the first dispatch (so it can be
   // stopped); one that could not allocate its worker leaves a gap, closed here.
