@@ -160,7 +160,7 @@ def cache_dir() -> Path:
 def runtime_version() -> str:
     """Hash of everything that shapes a compiled kernel besides its source."""
     h = hashlib.sha256()
-    files = sorted(INCLUDE_DIR.rglob("*")) + [RUNTIME_SOURCE]
+    files = sorted(INCLUDE_DIR.rglob("*")) + sorted(RUNTIME_SOURCE.parent.glob("mkrt*"))  # mkrt.cpp and its parts
     # The runtime's Python, subpackages included (the work-item-loop compiler
     # is runtime/workitem/); include/ is hashed whole above.
     files += sorted(f for f in HERE.rglob("*.py") if INCLUDE_DIR not in f.parents)

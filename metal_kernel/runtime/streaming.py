@@ -34,9 +34,9 @@ Only kernels with no private arrays (`alloca`), no threadgroup memory and
 no atomics or fences get a clone: a non-temporal store to memory the kernel
 reads back at once would be slow, and those are the stores that do; and
 non-temporal stores are not ordered by x86's release fences, which a kernel
-publishing data through an atomic flag relies on. The caller runs the
-non-temporal stores' fence (`sfence`) before a dispatch completes
-(src/mkrt.cpp).
+publishing data through an atomic flag relies on. Every thread that ran
+groups runs the non-temporal stores' fence (`sfence`) before the dispatch
+completes (src/mkrt_pool.h, work()).
 
 Works on the textual IR of the optimised module; the result is compiled
 without running the optimiser again (compiler.py), so the new blocks stay

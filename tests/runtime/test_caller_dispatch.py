@@ -1,4 +1,4 @@
-"""Where a dispatch runs (runtime/src/mkrt.cpp, Pool): one threadgroup, or a
+"""Where a dispatch runs (runtime/src/mkrt_pool.h, Pool): one threadgroup, or a
 kernel whose last dispatch predicts little work, on the calling thread with
 no hand-over; a wrong prediction hands the rest to the pool; everything else
 on the pool. Whichever thread runs a group, it computes the same, and the

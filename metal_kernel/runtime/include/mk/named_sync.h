@@ -11,7 +11,7 @@
 // together. A mask lane that can never arrive (it waits at a barrier, or at
 // an operation that cannot match) is a deadlock on a GPU and is reported.
 //
-// Shared by the fiber scheduler (src/mkrt.cpp) and the work-item driver
+// Shared by the fiber scheduler (src/mkrt_group.h) and the work-item driver
 // (mk/workitem.h): plain functions over 32-lane bit masks.
 #pragma once
 #include <stdint.h>

@@ -20,7 +20,7 @@
 //   - the group driver (only in builds for the transform, MK_WORKITEM):
 //     it runs the loop function region by region, resolves simdgroup
 //     operations between regions and releases barriers, with the scheduler's
-//     rules (mk/simd.h, src/mkrt.cpp).
+//     rules (mk/simd.h, src/mkrt_group.h).
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
