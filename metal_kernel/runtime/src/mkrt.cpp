@@ -194,11 +194,35 @@ void* watchdog_main(void* arg) {
   return nullptr;
 }
 
+// The caller's share of `d`, run on its own thread as worker 0: with the
+// runtime's alternate signal stack when the thread has none (faults on a
+// fiber, stack overflow included, are handled on it) and in the default
+// floating-point environment; both, and tls_worker, restored after.
+void run_on_caller(Pool* p, Dispatch* d) {
+  Worker* self = p->workers[0];
+  self->self = d->caller;
+  tls_worker = self;
+  stack_t old_alt;
+  bool alt_swapped = false;
+  if (sigaltstack(nullptr, &old_alt) == 0 && ((old_alt.ss_flags & SS_DISABLE) || old_alt.ss_size < kAltStackSize / 4)) {
+    stack_t ss;
+    ss.ss_sp = p->caller_alt_stack;
+    ss.ss_size = kAltStackSize;
+    ss.ss_flags = 0;
+    alt_swapped = sigaltstack(&ss, nullptr) == 0;
+  }
+  const FpState fp = enter_default_fp();
+  work(self, d);
+  leave_default_fp(fp);
+  if (alt_swapped) sigaltstack(&old_alt, nullptr);
+  tls_worker = nullptr;
+}
+
 }  // namespace
 
 // Runs one dispatch to completion. Returns 0, or 1 with `error` filled.
 // `timeout_ms` (0: none) bounds its wall time; Ctrl-C stops it too. The
-// calling thread runs groups itself (Pool).
+// calling thread runs small dispatches itself (Pool).
 __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const Launch* launch,
                                                          ErrorInfo* error, uint32_t flags,
                                                          uint64_t timeout_ms) {
@@ -251,25 +275,10 @@ __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const La
   d.caller = pthread_self();
   d.start_ns = monotonic_ns();
   d.timeout_ms = timeout_ms;
-  Worker* self = p->workers[0];
-  self->self = d.caller;
-  tls_worker = self;  // the caller is a worker until the dispatch returns
-  // Faults on a fiber (stack overflow included) need an alternate signal
-  // stack; the caller's thread gets ours for the dispatch when it has none.
-  stack_t old_alt;
-  bool alt_swapped = false;
-  if (sigaltstack(nullptr, &old_alt) == 0 && ((old_alt.ss_flags & SS_DISABLE) || old_alt.ss_size < kAltStackSize / 4)) {
-    stack_t ss;
-    ss.ss_sp = p->caller_alt_stack;
-    ss.ss_size = kAltStackSize;
-    ss.ss_flags = 0;
-    alt_swapped = sigaltstack(&ss, nullptr) == 0;
-  }
-  const FpState fp = enter_default_fp();
   const uint64_t threads = uint64_t(launch->threads_per_grid.x) * launch->threads_per_grid.y *
                            launch->threads_per_grid.z;
   Estimate& est = estimate_slot(entry);
-  const bool known = est.entry == entry;
+  const bool known = est.entry == entry && threads;
   const bool pool = p->nworkers > 1 && launch->max_workers != 1;
   const bool alone = !pool || ngroups == 1 || (known && est.ps_per_thread < kAloneNs * 1000 / threads);
   // A wrong prediction hands over; one group, or no pool, has nobody to hand to.
@@ -280,7 +289,7 @@ __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const La
   p->watched = &d;
   if (p->watchdog_parked) pthread_cond_signal(&p->watch);
   pthread_mutex_unlock(&p->m);
-  if (alone) work(self, &d);
+  if (alone) run_on_caller(p, &d);
   pthread_mutex_lock(&p->m);
   const bool left = __atomic_load_n(&d.next, __ATOMIC_RELAXED) < ngroups && !__atomic_load_n(&d.failed, __ATOMIC_RELAXED);
   g_counts[!alone ? 2 : left ? 1 : 0]++;
@@ -316,9 +325,6 @@ __attribute__((visibility("default"))) int mkrt_dispatch(EntryFn entry, const La
     est.entry = entry;
     est.ps_per_thread = d.busy_ns * 1000 / threads;
   }
-  leave_default_fp(fp);
-  if (alt_swapped) sigaltstack(&old_alt, nullptr);
-  tls_worker = nullptr;
   pthread_mutex_destroy(&d.error_mutex);
   pthread_mutex_unlock(&p->dispatch_mutex);
   return d.failed ? 1 : 0;
