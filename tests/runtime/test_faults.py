@@ -130,3 +130,21 @@ def test_unsupported_argument_type(lib):
 def test_meta_tensor_is_rejected(lib):
     with pytest.raises(TypeError, match="on meta"):
         lib.fine(torch.empty(4, device="meta"))
+
+
+@pytest.mark.no_metal_check  # faults on purpose (the runtime's own fault handling is under test)
+def test_a_call_that_faults_in_many_groups_names_the_lowest_every_time():
+    """Groups run on several threads at once; of those that fault, the
+    lowest is reported, so the same call gives the same error each time."""
+    lib = metal_kernel.compile_shader(r"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void every_group(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]],
+                        uint lid [[thread_position_in_threadgroup]]) {
+  if (lid == 1) { device float* p = (device float*)16; *p = 1; }
+  x[i] = 1;
+}
+""")
+    for _ in range(40):
+        with pytest.raises(KernelError, match=r"thread \[1, 0, 0\] \(threadgroup \[0, 0, 0\]\)"):
+            lib.every_group(torch.zeros(64 * 32), threads=64 * 32, group_size=32)

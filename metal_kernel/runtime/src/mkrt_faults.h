@@ -20,6 +20,7 @@ struct Dispatch {
   int failed;       // set once (atomic)
   int cancel;       // 0, or why the watchdog stopped it: kErrTimeout / kErrInterrupted
   ErrorInfo* error;
+  uint64_t error_group;  // the group `error` names (record_error)
   pthread_mutex_t error_mutex;
   pthread_t caller;     // the thread that called mkrt_dispatch
   uint64_t start_ns;    // on the monotonic clock
@@ -31,11 +32,19 @@ struct Dispatch {
 
 void record_error(Worker* w, int kind, int sig, uint64_t addr, const char* msg) {
   Dispatch* d = w->dispatch;
+  const u3 tg = w->run0.threadgroup_position, ng = d->launch->threadgroups_per_grid;
+  const uint64_t group = tg.x + uint64_t(ng.x) * (tg.y + uint64_t(ng.y) * tg.z);
   pthread_mutex_lock(&d->error_mutex);
-  if (__atomic_exchange_n(&d->failed, 1, __ATOMIC_SEQ_CST)) {  // keep the first error
+  // Of the groups that fault, the lowest is reported, not the first in time:
+  // groups already running when one faults run on, so a call that faults in
+  // several gives the same error whichever thread ran what (a stop's error,
+  // d->cancel, stays).
+  const bool first = !__atomic_exchange_n(&d->failed, 1, __ATOMIC_SEQ_CST);
+  if (!first && (d->cancel || group >= d->error_group)) {
     pthread_mutex_unlock(&d->error_mutex);
     return;
   }
+  d->error_group = group;
   ErrorInfo* e = d->error;
   e->kind = kind;
   e->signal = sig;
