@@ -1,6 +1,12 @@
-"""Where the 16x16-tiled matmul's time goes: the full kernel against the
-same kernel with its inner loop cut to one FMA per tile (the tile loads,
-barriers, region calls and bookkeeping stay), at two sizes.
+"""Where the 16x16-tiled matmul's time goes: the full kernel against three
+cut-down copies, at two sizes:
+
+- one FMA per tile: the inner loop cut to one iteration (the tile loads,
+  barriers, region calls and bookkeeping stay);
+- no device loads: the tiles filled from the thread's index instead of A
+  and B (the FMAs, barriers and bookkeeping stay);
+- neither: both cuts, what is left is the work-item machinery itself (the
+  two region calls per tile, the per-thread state, the driver).
 
     python benchmarks/matmul_floor.py [--json OUT] [--repeat N]
 
@@ -34,12 +40,25 @@ SIZES = (256, 512)
 
 
 def sources() -> dict[str, str]:
-    """The benchmark's own matmul_tiled, and its one-FMA floor."""
+    """The benchmark's own matmul_tiled, and its cut-down copies."""
     body = kernels.MSL[kernels.MSL.index("kernel void matmul_tiled"):kernels.MSL.index("// simd_sum within")]
     head = "#include <metal_stdlib>\nusing namespace metal;\n"
-    inner = "for (uint k = 0; k < 16; ++k) acc +="
-    assert inner in body, "matmul_tiled's inner loop changed: update matmul_floor.py"
-    return {"full": head + body, "one FMA per tile": head + body.replace(inner, "for (uint k = 0; k < 1; ++k) acc +=")}
+    cuts = {
+        "one FMA": [("for (uint k = 0; k < 16; ++k) acc +=", "for (uint k = 0; k < 1; ++k) acc +=")],
+        "no loads": [("As[lid.y][lid.x] = A[row * N + t + lid.x];", "As[lid.y][lid.x] = float(lid.x + t);"),
+                     ("Bs[lid.y][lid.x] = B[(t + lid.y) * N + col];", "Bs[lid.y][lid.x] = float(lid.y + row);")],
+    }
+
+    def cut(*names: str) -> str:
+        text = body
+        for name in names:
+            for old, new in cuts[name]:
+                assert old in text, "matmul_tiled changed: update matmul_floor.py"
+                text = text.replace(old, new)
+        return head + text
+
+    return {"full": cut(), "one FMA per tile": cut("one FMA"), "no device loads": cut("no loads"),
+            "neither": cut("one FMA", "no loads")}
 
 
 def measure(repeat: int) -> list[dict]:
