@@ -30,6 +30,7 @@
 
 #include "bounds.h"
 #include "traits.h"
+#include "vmath.h"
 
 namespace metal {
 namespace _mk {
@@ -276,8 +277,9 @@ MK_FOP1(ceil, __builtin_ceilf(x))
 MK_FOP1B(cos, __builtin_cosf(x), __builtin_cos(x))
 MK_FOP1B(cosh, __builtin_coshf(x), __builtin_cosh(x))
 MK_FOP1B(cospi, f_cospi(x), __builtin_isinf(x) ? __builtin_nan("") : cospi_d(x))
-MK_FOP1B(exp, __builtin_expf(x), __builtin_exp(x))
-MK_FOP1B(exp2, __builtin_exp2f(x), __builtin_exp2(x))
+// exp and exp2: inline code a thread loop vectorises (mk/vmath.h), not libm's calls.
+MK_FOP1B(exp, ::mk::vmath::exp(x), __builtin_exp(x))
+MK_FOP1B(exp2, ::mk::vmath::exp2(x), __builtin_exp2(x))
 MK_FOP1B(exp10, __builtin_exp10f(x), __builtin_pow(10.0, x))
 MK_FOP1(fabs, __builtin_fabsf(x))
 MK_FOP1(floor, __builtin_floorf(x))
