@@ -53,7 +53,7 @@ MK_INLINE float exp(float x) {
   // r = x - k ln 2, ln 2 in two parts: k times the first (9 significant
   // bits) is exact and so is its difference with x (Sterbenz), so r is
   // rounded once, by the second step.
-  const float r = __builtin_fmaf(k, 2.12194440e-4f, xc - k * 0.693359375f);
+  const float r = __builtin_fmaf(k, 2.12194440e-4f, __builtin_fmaf(-k, 0.693359375f, xc));
   const float e = scale2(exp_reduced(r), k);
   return x != x ? x : e;
 }
