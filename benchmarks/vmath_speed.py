@@ -61,24 +61,27 @@ def measure(repeat: int) -> list[dict]:
     x64 = x.astype(np.float64)
     xt = torch.from_numpy(x)
     yt = torch.empty_like(xt)
-    # (function, contender, call, reference)
-    contenders = []
-    for fn, ref, torch_op in (("exp", np.exp, lambda t: torch.exp(t, out=yt)),
-                              ("tanh", np.tanh, lambda t: torch.tanh(t, out=yt)),
-                              ("gelu (tanh form)", gelu_tanh,
-                               lambda t: torch.ops.aten.gelu.out(t, approximate="tanh", out=yt))):
-        kernels = {"exp": ("exp_inline", "exp_libm"), "tanh": ("tanh_inline", "tanh_libm"),
-                   "gelu (tanh form)": ("gelu_tanh",)}[fn]
-        for name in kernels:
+    # (function, reference, the kernels with their labels, torch's operator)
+    functions = (
+        ("exp", np.exp, (("exp_inline", "inline (vectorised)"), ("exp_libm", "libm calls")),
+         lambda t: torch.exp(t, out=yt)),
+        ("tanh", np.tanh, (("tanh_inline", "inline (vectorised)"), ("tanh_libm", "libm calls")),
+         lambda t: torch.tanh(t, out=yt)),
+        ("gelu (tanh form)", gelu_tanh, (("gelu_tanh", "inline (vectorised)"),),
+         lambda t: torch.ops.aten.gelu.out(t, approximate="tanh", out=yt)),
+    )
+    contenders = []  # (function, contender, call)
+    for fn, ref, kernels, torch_op in functions:
+        want = ref(x64)
+        for name, label in kernels:
             out = np.full_like(x, np.nan)
             k = getattr(lib, name)
             call = (lambda k=k, out=out: k(x, out, threads=N, group_size=256))
             call()
-            np.testing.assert_allclose(out, ref(x64), rtol=2e-6, atol=1e-6, err_msg=name)
-            label = "inline (vectorised)" if name.endswith("inline") or name == "gelu_tanh" else "libm calls"
+            np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-6, err_msg=name)
             contenders.append((fn, f"metal-kernel, {label}", call))
         torch_op(xt)
-        np.testing.assert_allclose(yt.numpy(), ref(x64), rtol=2e-6, atol=1e-6, err_msg=f"torch {fn}")
+        np.testing.assert_allclose(yt.numpy(), want, rtol=2e-6, atol=1e-6, err_msg=f"torch {fn}")
         contenders.append((fn, "torch (out=)", lambda op=torch_op: op(xt)))
     times = {(fn, who): [] for fn, who, _ in contenders}
     for i in range(repeat):
