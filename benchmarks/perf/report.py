@@ -151,9 +151,9 @@ def pocl_table(doc: dict) -> str:
     head = ["case", "size", "metal-kernel ms"]
     if same_isa:
         head.append(f"same ISA as PoCL ({doc.get('pocl_cpu')}) ms")
-    head += ["PoCL best ms (setting)", "ours/PoCL"]
+    head += ["PoCL best ms (setting)", "ours/PoCL (paired)"]
     if same_isa:
-        head.append("same ISA/PoCL")
+        head.append("same ISA/PoCL (paired)")
     head += ["rate (fastest run)", "against the limit", "targets"]
     return table(head, rows)
 
@@ -252,8 +252,8 @@ def summary_line(cls: str, doc: dict) -> str:
     hit = comp.get("cache_hit_s")
     compile_text = (f"; a new kernel compiles in {new:.2f} s and a cached `compile_shader` in a new process "
                     f"takes {hit * 1e3:.0f} ms" if new is not None and hit is not None else "")
-    return (f"- {CLASSES[cls]} ({doc['machine'].get('march')}): metal-kernel's time / PoCL's (PoCL at its best "
-            f"settings) {min(ratios):.2f}–{max(ratios):.2f}; saxpy at {frac('saxpy')} of the measured triad "
+    return (f"- {CLASSES[cls]} ({doc['machine'].get('march')}): metal-kernel's time / PoCL's (round by round, "
+            f"against PoCL's best setting) {min(ratios):.2f}–{max(ratios):.2f}; saxpy at {frac('saxpy')} of the measured triad "
             f"bandwidth, round by round (in place: {frac('saxpy_inplace')}); 16x16-tiled matmul at {frac('matmul')} and the "
             f"simdgroup-matrix GEMM at {frac('simd_gemm')} of OpenBLAS sgemm with the same threads"
             f"{compile_text}.\n")
