@@ -1,13 +1,13 @@
-"""What inline exp and tanh (mk/vmath.h) buy: y = f(x) over 16M floats with
-the runtime's f, which a thread loop vectorises, against the same kernel
-calling libm's expf / tanhf (clang's builtins, which the runtime used before),
+"""What inline exp, tanh and log (mk/vmath.h) buy: y = f(x) over 16M floats
+with the runtime's f, which a thread loop vectorises, against the same kernel
+calling libm's expf / tanhf / logf (clang's builtins, which the runtime used before),
 and against torch's CPU operator writing into a preallocated tensor (`out=`,
 as the kernels do), plus the tanh form of GELU.
 
     python benchmarks/vmath_speed.py [--json OUT] [--repeat N]
 
 The contenders run alternately in one process; inputs are uniform in
-[-5, 5), outputs poisoned before the first run and checked against numpy
+[-5, 5) (log: their absolute values), outputs poisoned before the first run and checked against numpy
 (float64) after it. Prints a table; `--json` writes every run
 (benchmarks/perf/timing.py's summary, in seconds) and the machine. Never part
 of the tests: it measures time.
@@ -41,6 +41,10 @@ kernel void tanh_inline(device const float* x [[buffer(0)]], device float* y [[b
                         uint i [[thread_position_in_grid]]) { y[i] = tanh(x[i]); }
 kernel void tanh_libm(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
                       uint i [[thread_position_in_grid]]) { y[i] = __builtin_tanhf(x[i]); }
+kernel void log_inline(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                       uint i [[thread_position_in_grid]]) { y[i] = log(x[i]); }
+kernel void log_libm(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                     uint i [[thread_position_in_grid]]) { y[i] = __builtin_logf(x[i]); }
 kernel void gelu_tanh(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
                       uint i [[thread_position_in_grid]]) {
   const float v = x[i];
@@ -57,32 +61,34 @@ def measure(repeat: int) -> list[dict]:
     import torch
 
     lib = metal_kernel.compile_shader(SOURCE)
-    x = np.random.default_rng(0).uniform(-5, 5, N).astype(np.float32)
-    x64 = x.astype(np.float64)
-    xt = torch.from_numpy(x)
-    yt = torch.empty_like(xt)
-    # (function, reference, the kernels with their labels, torch's operator)
+    signed = np.random.default_rng(0).uniform(-5, 5, N).astype(np.float32)
+    positive = np.abs(signed)
+    yt = torch.empty(N, dtype=torch.float32)
+    # (function, its input, reference, the kernels with their labels, torch's operator)
     functions = (
-        ("exp", np.exp, (("exp_inline", "inline (vectorised)"), ("exp_libm", "libm calls")),
+        ("exp", signed, np.exp, (("exp_inline", "inline (vectorised)"), ("exp_libm", "libm calls")),
          lambda t: torch.exp(t, out=yt)),
-        ("tanh", np.tanh, (("tanh_inline", "inline (vectorised)"), ("tanh_libm", "libm calls")),
+        ("tanh", signed, np.tanh, (("tanh_inline", "inline (vectorised)"), ("tanh_libm", "libm calls")),
          lambda t: torch.tanh(t, out=yt)),
-        ("gelu (tanh form)", gelu_tanh, (("gelu_tanh", "inline (vectorised)"),),
+        ("log", positive, np.log, (("log_inline", "inline (vectorised)"), ("log_libm", "libm calls")),
+         lambda t: torch.log(t, out=yt)),
+        ("gelu (tanh form)", signed, gelu_tanh, (("gelu_tanh", "inline (vectorised)"),),
          lambda t: torch.ops.aten.gelu.out(t, approximate="tanh", out=yt)),
     )
     contenders = []  # (function, contender, call)
-    for fn, ref, kernels, torch_op in functions:
-        want = ref(x64)
+    for fn, x, ref, kernels, torch_op in functions:
+        want = ref(x.astype(np.float64))
+        xt = torch.from_numpy(x)
         for name, label in kernels:
             out = np.full_like(x, np.nan)
             k = getattr(lib, name)
-            call = (lambda k=k, out=out: k(x, out, threads=N, group_size=256))
+            call = (lambda k=k, x=x, out=out: k(x, out, threads=N, group_size=256))
             call()
             np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-6, err_msg=name)
             contenders.append((fn, f"metal-kernel, {label}", call))
         torch_op(xt)
         np.testing.assert_allclose(yt.numpy(), want, rtol=2e-6, atol=1e-6, err_msg=f"torch {fn}")
-        contenders.append((fn, "torch (out=)", lambda op=torch_op: op(xt)))
+        contenders.append((fn, "torch (out=)", lambda op=torch_op, xt=xt: op(xt)))
     times = {(fn, who): [] for fn, who, _ in contenders}
     for i in range(repeat):
         for fn, who, call in (contenders if i % 2 == 0 else contenders[::-1]):
