@@ -334,6 +334,12 @@ def workitem_enabled() -> bool:
     return os.environ.get("METAL_KERNEL_WORKITEM_LOOPS", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def loop_points_enabled() -> bool:
+    """$METAL_KERNEL_LOOP_POINTS=0 leaves strided loops inside regions to
+    run thread after thread (workitem/loop_points.py; part of the cache key)."""
+    return os.environ.get("METAL_KERNEL_LOOP_POINTS", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 def _workitem_debug() -> bool:
     return os.environ.get("METAL_KERNEL_WI_DEBUG", "") not in ("", "0")
 
@@ -429,7 +435,8 @@ def _cut(ctx: Context, text: str, syms: list[int], uniform=frozenset()):
     # Rows of 2-D groups run together (emit_loop._jammed_rows), interleaved
     # twice where a vector is 8 floats (AVX2): a 16-wide row is then one
     # iteration of two independent halves.
-    jam = {"row_jam": workitem.ROW_JAM, "jam_interleave": 2 if target_vector_bytes(ctx.tc) == 32 else 1}
+    jam = {"row_jam": workitem.ROW_JAM, "jam_interleave": 2 if target_vector_bytes(ctx.tc) == 32 else 1,
+           "loop_points": loop_points_enabled()}
     try:
         result = workitem.transform(text, syms, uniform=uniform, **jam)
     except Exception as e:  # noqa: BLE001

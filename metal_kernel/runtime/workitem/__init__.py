@@ -16,6 +16,10 @@ markers that do not synchronise.
 
 For each per-thread function this module
 
+0. puts a resume point (a cut that synchronises nothing) on the back edge
+   of each strided loop, ``for (i = lid; i < n; i += lsize)``, so that its
+   iterations run as passes over the threads, vectorised across them
+   (loop_points.py);
 1. cuts its blocks at the synchronising markers (sync point k = 1..K; 0 is
    the start), lowering a simd call into "copy the operand to the thread's
    row of the simd_in array, store the lane argument" before the cut and
@@ -59,6 +63,7 @@ The stages, one module each (in pipeline order):
     pair_bitcasts.py   a pre-pass on the module text (fold_pair_bitcasts)
     ir_model.py        Inst, Locals, Block, SyncPoint, Function
     parse.py           the per-thread function's text -> Function
+    loop_points.py     resume points on the back edges of strided loops
     checks.py          does it synchronise; what the cut cannot handle
     cut.py             step 1: markers lowered, blocks cut, CFG, sync order
     analysis.py        step 2: liveness, recomputed vs saved values

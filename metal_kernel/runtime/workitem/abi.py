@@ -7,6 +7,9 @@ SIMD = "__mk_sync_simd"
 THREAD_INDEX = "__mk_thread_index"
 TG_ALLOC = "__mk_tg_alloc"
 SYNC_MARKERS = (BARRIER, SIMD)
+# The flags of a barrier marker that is a resume point in a loop
+# (loop_points.py; Sync kind 3, SYNC_POINT in mk/workitem.h): no barrier.
+POINT_FLAGS = 0x40000000
 ALL_MARKERS = (BARRIER, SIMD, THREAD_INDEX, TG_ALLOC)
 FIBER_PREFIX = "__mk_fiber_"  # the markers' fiber-mode bodies (mk/workitem.h)
 

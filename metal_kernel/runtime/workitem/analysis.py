@@ -27,10 +27,14 @@ class Analysis:
         self.types: dict[str, str] = {}  # of the crossing values
         self.slot_values: list[str] = []  # crossing, saved in per-thread slots
         self.remat_values: list[str] = []  # crossing, recomputed after the cut
+        self.point_only: set[str] = set()  # slot values saved only at resume points, recomputed elsewhere
         self.private: list[str] = []  # allocas moved to the per-thread frame (privatise.py)
         self.derived: dict[str, set[str]] = {}  # alloca -> the pointers derived from it (privatise.py)
         self.varying: set[str] = set()  # values that may differ between threads (uniformity.py)
         self.uniform: list[str] = []  # slot values read from the stage block (uniformity.py)
+        # Of those, loop counters staged as one difference from the thread's
+        # "x" or "lin" at their resume point (uniformity.affine_counters).
+        self.affine: dict[str, str] = {}
 
     def liveness(self):
         """live_in per block (phi defs excluded; phi uses on their edges)."""
@@ -94,12 +98,44 @@ class Analysis:
         self.types: dict[str, str] = {}
         self.slot_values = []
         self.remat_values = []
+        # A resume point in a loop (loop_points.py) restores its values once
+        # per iteration: what would take a division or a square root there
+        # every time is saved at the point instead (and, being the same in
+        # every thread, usually staged once, uniformity.py); at the other
+        # cuts it is still recomputed (point_only).
+        at_points = {v for sp in self.fn.syncs if sp.kind == "point" for v in sp.live}
         for v in sorted(crossing):
             self.types[v] = value_type(self.fn.mod, self.fn.defs[v])
-            if self.can_remat(v):
-                self.remat_values.append(v)
-            else:
+            if not self.can_remat(v):
                 self.slot_values.append(v)
+            elif v in at_points and self._costly_remat(v):
+                self.slot_values.append(v)
+                self.point_only.add(v)
+            else:
+                self.remat_values.append(v)
+
+    def saved_at(self, sp, v: str) -> bool:
+        """Whether live value v goes through its slot at cut sp (else it is
+        recomputed)."""
+        return v in self.slot_values and (v not in self.point_only or sp.kind == "point")
+
+    def _costly_remat(self, v: str) -> bool:
+        """Whether recomputing v takes a division, a remainder or a call
+        (square roots and the like)."""
+        seen: set[str] = set()
+        work = [v]
+        while work:
+            x = work.pop()
+            if x in seen or x in self.avail:
+                continue
+            seen.add(x)
+            d = self.fn.defs.get(x)
+            if d is None:
+                continue
+            if d.op in ("fdiv", "frem", "udiv", "sdiv", "urem", "srem", "call"):
+                return True
+            work += d.uses
+        return False
 
     def _inv_addr(self, p: str) -> bool:
         if p == self.fn.g or p.startswith("mk.tgp"):

@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import re
 
-from ..ir import _GLOBAL, _LOCAL, Unsupported, _gref, _name, _ref
+from ..ir import _GLOBAL, Unsupported, _gref, _name, _ref
 from .abi import (
     ARGLESS_SIMD_OPS,
     BARRIER,
     MAX_SIMD_BYTES,
     MAX_SYNC_POINTS,
     MAX_TG_ALLOCS,
+    POINT_FLAGS,
     SIMD,
     SYNC_MARKERS,
     TG_ALLOC,
     THREAD_INDEX,
 )
-from .ir_model import _TERMINATORS, Block, Function, Inst, SyncPoint
+from .ir_model import _TERMINATORS, Block, Function, Inst, SyncPoint, branch_targets
 
 
 class Cutter:
@@ -97,6 +98,8 @@ class Cutter:
                             # site): the driver needs them only when checking.
                             flags = ins.call.args[0][1] if ins.call.args else ""
                             sp.op = int(flags) if re.fullmatch(r"-?\d+", flags) else 0xff
+                            if sp.op == POINT_FLAGS:
+                                sp.kind, sp.op = "point", 0
                         cur.sync = k
                         cur.succs = [cont.label]
                         self.fn.locals.labels.add(cont.label)
@@ -128,12 +131,7 @@ class Cutter:
         t = blk.insts[-1]
         if t.op not in _TERMINATORS:
             raise Unsupported(f"block {blk.label} does not end in a terminator")
-        out = []
-        for m in re.finditer(rf"label\s+({_LOCAL})", t.text):
-            nm = _name(m.group(1))
-            if nm not in out:
-                out.append(nm)
-        return out
+        return branch_targets(t)
 
     def _lower_simd(self, sp: SyncPoint, ins: Inst, before: Block, after: Block):
         a = [v for _, v in ins.call.args]

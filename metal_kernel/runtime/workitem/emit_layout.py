@@ -9,7 +9,15 @@ import re
 from ..ir import Unsupported, parse_type
 from .abi import MAX_THREADS
 from .analysis import Analysis
+from .emit_steps import staged_at
 from .ir_model import Function
+
+# Uniform::affine (mk/workitem.h): the staged value is the thread's value
+# minus its x or lin (a loop counter at its resume point); INVARIANT: a
+# value from before the loop of a resume point, which the stage still holds
+# when the same threads come back to the point.
+AFFINE = {"": 0, "x": 1, "lin": 2}
+INVARIANT = 4
 from .prefix_guard import Guard
 
 
@@ -74,10 +82,14 @@ def descriptor_text(fn: Function, analysis: Analysis, guards: dict[int, Guard] |
     for k, sp in enumerate(fn.syncs, 1):
         first = len(uniforms)
         for v in sp.live:
-            if v in stage_idx:
+            if v in stage_idx and staged_at(analysis, sp, v):
+                affine = AFFINE.get(analysis.affine.get(v, "") if sp.kind == "point" else "", 0)
+                loop = fn.point_loops.get(sp.block) if sp.kind == "point" else None
+                if loop is not None and v not in analysis.affine and fn.defs[v].block not in loop:
+                    affine |= INVARIANT
                 uniforms.append(f"%mk.WiUniform {{ {off(S, slot_idx[v])}, {off(T, stage_idx[v])}, "
-                                f"{size(analysis.types[v])} }}")
-        kind = 1 if sp.kind == "barrier" else 2
+                                f"{size(analysis.types[v])}, i64 {affine} }}")
+        kind = {"barrier": 1, "simd": 2, "point": 3}[sp.kind]
         comp = sp.compute if sp.kind == "simd" else "null"
         dense = sp.dense if sp.kind == "simd" else "null"
         syncs.append(f"%mk.WiSync {{ i32 {kind}, i32 {sp.op}, i32 {sp.in_size}, i32 {sp.out_size}, "

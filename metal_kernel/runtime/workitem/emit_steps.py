@@ -16,6 +16,13 @@ from .value_types import skip_flags
 _SAVE = "save"  # StepEmitter: a save at a cut, decided per step function
 
 
+def staged_at(a: Analysis, sp, v: str) -> bool:
+    """Whether live value v is read from the stage block after point sp:
+    a uniform value anywhere, a loop counter (Analysis.affine) only at its
+    own resume point."""
+    return v in a.uniform and a.saved_at(sp, v) and (v not in a.affine or sp.kind == "point")
+
+
 def _stack_slot(v: str) -> str:
     """reg2mem: the stack slot of a value live across a cut."""
     return f"%mk.a.{v}"
@@ -57,7 +64,7 @@ class StepEmitter:
         (_SAVE, value) pair: each step function decides whether it needs it."""
         L = self.fn.locals
         crossing = self.a.crossing
-        slot_idx, priv_idx = self.slot_idx, self.priv_idx
+        priv_idx = self.priv_idx
         out_blocks: dict[str, list] = {}
         pending: dict[str, dict[str, list[str]]] = {}  # block -> pred -> loads for its phis
         for lb in self.fn.order:
@@ -119,7 +126,7 @@ class StepEmitter:
                 # The saves (per step function: see _SAVE below) and the exit.
                 sp = self.fn.syncs[blk.sync - 1]
                 for v in sp.live:
-                    if v in slot_idx:
+                    if self.a.saved_at(sp, v):
                         lines.append((_SAVE, v))
                 lines.append(f"  ret i32 {sp.id}")
             out_blocks[lb] = lines
@@ -135,17 +142,23 @@ class StepEmitter:
         """Per sync point, the code that restores its live values into their
         stack slots: loaded from the thread's slots (or the stage block), or
         recomputed."""
-        slot_idx, stage_idx = self.slot_idx, self.stage_idx
         resume_blocks: dict[int, list[str]] = {}
         resume_blocks: dict[int, list[str]] = {}
         for sp in self.fn.syncs:
             lines = []
             memo: dict[str, str] = {}
             for v in sp.live:
-                if v in slot_idx:
+                if self.a.saved_at(sp, v):
                     t = self.tmp("r")
-                    src = f"%mk.ua.{v}" if v in stage_idx else f"%mk.sa.{v}"
+                    staged = staged_at(self.a, sp, v)
+                    src = f"%mk.ua.{v}" if staged else f"%mk.sa.{v}"
                     lines.append(f"  %{t} = load {self.a.types[v]}, ptr {src}")
+                    if staged and v in self.a.affine:
+                        # the stage holds v - x (or - lin): this thread's v
+                        tid = self.fn.x if self.a.affine[v] == "x" else self.fn.lin
+                        t2 = self.tmp("r")
+                        lines.append(f"  %{t2} = add i32 %{t}, {_ref(tid)}")
+                        t = t2
                     lines.append(f"  store {self.a.types[v]} %{t}, ptr {_stack_slot(v)}")
                 else:
                     ref = self._emit_remat(v, memo, lines)
@@ -232,9 +245,10 @@ class StepEmitter:
                     # too, restored from its slot, and the slot still
                     # holds exactly that value (only this thread's saves
                     # write it). Accumulators a region does not touch
-                    # cost nothing.
+                    # cost nothing. (Not for a value saved only at
+                    # points: elsewhere it was recomputed, not restored.)
                     v = text[1]
-                    if self.fn.defs[v].block in reach:
+                    if self.fn.defs[v].block in reach or v in self.a.point_only:
                         t = self.tmp("s")
                         body.append(f"  %{t} = load {self.a.types[v]}, ptr {_stack_slot(v)}")
                         body.append(f"  store {self.a.types[v]} %{t}, ptr %mk.sa.{v}")

@@ -106,6 +106,16 @@ class Block:
         return [i for i in self.insts if i.op == "phi"]
 
 
+def branch_targets(term: Inst) -> list[str]:
+    """The labels a terminator branches to, each once, in order."""
+    out = []
+    for m in re.finditer(rf"label\s+({_LOCAL})", term.text):
+        nm = _name(m.group(1))
+        if nm not in out:
+            out.append(nm)
+    return out
+
+
 def phi_incoming(inst: Inst) -> list[tuple[str, str]]:
     """[(value text, pred label)] of a phi."""
     body = inst.rest
@@ -118,7 +128,7 @@ def phi_incoming(inst: Inst) -> list[tuple[str, str]]:
 @dataclass
 class SyncPoint:
     id: int
-    kind: str  # "barrier" | "simd"
+    kind: str  # "barrier" | "simd" | "point" (a resume point in a loop, loop_points.py)
     block: str  # the block that ends at the cut
     cont: str  # the block after the cut
     op: int = 0
@@ -155,3 +165,7 @@ class Function:
         # instruction of every value.
         self.in_stride = self.out_stride = 1
         self.defs: dict[str, Inst] = {}
+        # Set by loop_points.insert: per resume point's block, the loop
+        # counter's next value and the thread id it is affine in ("x", "lin").
+        self.point_ivs: dict[str, tuple[str, str]] = {}
+        self.point_loops: dict[str, set[str]] = {}  # and the blocks of its loop

@@ -15,17 +15,20 @@ from .emit_layout import descriptor_text, types_text
 from .emit_loop import loop_text
 from .emit_steps import StepEmitter
 from .ir_model import Block, Function
+from .loop_points import insert as insert_loop_points
 from .parse import parse
 from .prefix_guard import Guard, prefix_guard, step_functions
 from .privatise import Privatisation
-from .uniformity import uniform_candidates
+from .uniformity import affine_counters, uniform_candidates
 
 
 class PerThread:
     """One per-thread function, cut into step functions."""
 
-    def __init__(self, mod: Module, sym: int, sync_funcs: set[str], uniform: bool = False, row_jam: int = 1):
+    def __init__(self, mod: Module, sym: int, sync_funcs: set[str], uniform: bool = False, row_jam: int = 1,
+                 loop_points: bool = False):
         self.fn = Function(mod, sym, uniform)
+        self.loop_points = loop_points  # resume points in strided loops (loop_points.py)
         self.row_jam = row_jam  # rows run together (emit_loop._jammed_rows), where the steps read y
         self.sync_funcs = sync_funcs
         self.force_inline: set[str] = set()  # synchronising callees not inlined (check_and_classify_calls)
@@ -65,6 +68,8 @@ class PerThread:
 
     def cut_and_analyse(self):
         """Everything between parse and emit, in order (transform's path)."""
+        if self.loop_points:
+            insert_loop_points(self.fn)
         self.check_and_classify_calls()
         self.lower_markers()
         self.build_cfg()
@@ -96,6 +101,7 @@ class PerThread:
 
     def uniform_candidates(self):
         uniform_candidates(self.analysis)
+        affine_counters(self.analysis)
 
     # ------------------------------------------------------------ emit --
     def emit(self) -> list[str]:

@@ -43,7 +43,7 @@ class Result:
 
 
 def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: bool = False,
-              uniform=frozenset(), row_jam: int = 1, jam_interleave: int = 1) -> Result:
+              uniform=frozenset(), row_jam: int = 1, jam_interleave: int = 1, loop_points: bool = False) -> Result:
     """Cuts every per-thread function of `text` that it can. Returns the new
     module text and, per kernel symbol, "workitem-loops", "fibers" or
     "direct" (never synchronises). `every_kernel` gives kernels that never
@@ -53,7 +53,9 @@ def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: 
     (runtime/simdgroup_uniform.py), which their descriptors name.
     `row_jam`, `jam_interleave`: rows of a 2-D group run together and the
     vectoriser's interleave count there (emit_loop._jammed_rows); 1 (off)
-    for checked builds, whose code is larger and compiled per check."""
+    for checked builds, whose code is larger and compiled per check.
+    `loop_points`: resume points in strided loops (loop_points.py); off for
+    checked builds, whose driver takes every point for a barrier."""
     mod = Module(fold_pair_bitcasts(text))
     sync_funcs = _sync_functions(mod)
     # Functions that ask the runtime which thread is running (simdgroup
@@ -74,7 +76,7 @@ def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: 
             reasons[sym] = "no per-thread function"
             continue
         remove.append(fname)
-        pt = PerThread(mod, sym, sync_funcs, sym in uniform, row_jam)
+        pt = PerThread(mod, sym, sync_funcs, sym in uniform, row_jam, loop_points)
         try:
             pt.parse()
             if not every_kernel and not pt.synchronises():
@@ -104,7 +106,7 @@ def transform(text: str, symbols: list[int], debug: bool = False, every_kernel: 
     lines = _kept_lines(mod, remove)
     header = [
         "%mk.WiSync = type { i32, i32, i32, i32, ptr, ptr, i32, i32, i32, i32, i32, i32 }",
-        "%mk.WiUniform = type { i64, i64, i64 }",
+        "%mk.WiUniform = type { i64, i64, i64, i64 }",
         "%mk.WiTg = type { i64, i64, i64 }",
         "%mk.WiKernel = type { ptr, ptr, i64, ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64, i64, ptr }",
     ] + type_lines

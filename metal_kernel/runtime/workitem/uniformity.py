@@ -20,20 +20,24 @@ def uniform_candidates(analysis: Analysis):
     private = set()
     for a in analysis.allocas:
         private |= analysis.derived.get(a, {a})
-    reach_cache: dict[str, set[str]] = {}
+    reach_cache: dict[tuple[str, str | None], set[str]] = {}
+    ipdom = _immediate_post_dominators(fn)
 
-    def reach(s: str) -> set[str]:
-        if s not in reach_cache:
+    def reach(s: str, stop: str | None = None) -> set[str]:
+        """Blocks reachable from s, not going on past `stop` (a divergent
+        branch's reconvergence point: joins after it are not its joins)."""
+        if (s, stop) not in reach_cache:
             seen = {s}
-            work = [s]
+            work = [s] if s != stop else []
             while work:
                 b = work.pop()
                 for t in fn.blocks[b].succs:
                     if t not in seen:
                         seen.add(t)
-                        work.append(t)
-            reach_cache[s] = seen
-        return reach_cache[s]
+                        if t != stop:
+                            work.append(t)
+            reach_cache[(s, stop)] = seen
+        return reach_cache[(s, stop)]
 
     div_joins: set[str] = set()
     done_branches: set[str] = set()
@@ -77,9 +81,11 @@ def uniform_candidates(analysis: Analysis):
                         jb = fn.blocks[j]
                         if len(set(jb.preds)) < 2 or not jb.phis() or j in div_joins:
                             continue
+                        stop = ipdom.get(lb)
                         origin = []
                         for p in set(jb.preds):
-                            srcs = {s for s in blk.succs if (p == lb and s == j) or p in reach(s)}
+                            srcs = {s for s in blk.succs
+                                    if (p == lb and s == j) or (p != stop and p in reach(s, stop))}
                             origin.append(srcs)
                         found = False
                         for i1 in range(len(origin)):
@@ -93,3 +99,52 @@ def uniform_candidates(analysis: Analysis):
     analysis.uniform = [v for v in analysis.slot_values
                     if v not in varying and not analysis.types[v].startswith("{")
                     and not re.match(r"<3 x", analysis.types[v])]
+
+
+def _immediate_post_dominators(fn) -> dict[str, str]:
+    """Each block's immediate post-dominator (where the paths from its
+    successors meet again), for the blocks that have one."""
+    exits = [lb for lb in fn.order if not fn.blocks[lb].succs]
+    every = set(fn.order)
+    pdom = {lb: ({lb} if lb in exits else set(every)) for lb in fn.order}
+    changed = True
+    while changed:
+        changed = False
+        for lb in reversed(fn.order):
+            succs = [t for t in fn.blocks[lb].succs if t in pdom]
+            if not succs:
+                continue
+            new = set.intersection(*(pdom[t] for t in succs)) | {lb}
+            if new != pdom[lb]:
+                pdom[lb] = new
+                changed = True
+    out = {}
+    for lb in fn.order:
+        strict = pdom[lb] - {lb}
+        if strict == every - {lb}:  # no exit reachable (an endless loop): no reconvergence known
+            continue
+        # the strict post-dominator that all the others post-dominate
+        for c in strict:
+            if all(o in pdom[c] for o in strict):
+                out[lb] = c
+                break
+    return out
+
+
+def affine_counters(analysis: Analysis):
+    """The counters of the loops with a resume point (loop_points.py): each
+    is the thread's x or lin plus a number every thread in the loop shares
+    at the point, so it is staged as that difference (the driver checks it,
+    mk/workitem.h stage_uniforms) and the region code adds the thread id
+    back: its loads stay consecutive across threads. Only at the point
+    itself: elsewhere the threads may have left the loop at different
+    iterations."""
+    fn = analysis.fn
+    for sp in fn.syncs:
+        if sp.kind != "point" or sp.block not in fn.point_ivs:
+            continue
+        v, base = fn.point_ivs[sp.block]
+        if v in sp.live and v in analysis.slot_values and analysis.types.get(v) == "i32" \
+                and v not in analysis.uniform:
+            analysis.uniform.append(v)
+            analysis.affine[v] = base

@@ -161,7 +161,9 @@ __attribute__((always_inline)) inline ThreadIds wi_ids(const WiGroup* g, uint32_
 namespace mk {
 namespace wi {
 
-enum : uint32_t { SYNC_START = 0, SYNC_BARRIER = 1, SYNC_SIMD = 2 };
+// SYNC_POINT: a resume point in a loop (runtime/workitem/loop_points.py):
+// it synchronises nothing, its threads go on before any barrier releases.
+enum : uint32_t { SYNC_START = 0, SYNC_BARRIER = 1, SYNC_SIMD = 2, SYNC_POINT = 3 };
 constexpr uint32_t DONE = 0x7fffffff;  // a finished thread's state
 
 // One per synchronisation point (index = the point's id; 0 = kernel start).
@@ -183,7 +185,15 @@ struct Uniform {
   uint64_t slot_offset;   // its per-thread array in the slots block
   uint64_t stage_offset;  // its single copy in the stage block
   uint64_t size;
+  // AFFINE_X / AFFINE_LIN: a loop counter at its resume point (4 bytes):
+  // what the threads agree on, and the stage holds, is the value minus the
+  // thread's x / lin; the region code adds it back.
+  // | UNIFORM_INVARIANT: a value from before the loop of a resume point;
+  // when the threads that last ran from this point come back to it, the
+  // stage still holds it (they restored it from there and left it as it was).
+  uint64_t affine;
 };
+enum : uint64_t { AFFINE_NONE = 0, AFFINE_X = 1, AFFINE_LIN = 2, AFFINE_KIND = 3, UNIFORM_INVARIANT = 4 };
 struct TgAlloc {
   uint64_t slot, size, align;
 };
@@ -244,14 +254,43 @@ inline char* scratch(Run* r, uint64_t need) {
 
 inline uint64_t up64(uint64_t v) { return (v + 63) & ~uint64_t(63); }
 
+// Whether threads [b, e) (of a group `gx` threads wide) hold a[t] = d +
+// x(t) (AFFINE_X) or d + t (AFFINE_LIN) for one d; sets *d. (Where they do
+// not, the caller runs them one at a time: slower, never wrong.)
+inline bool affine_run(const uint32_t* a, uint64_t kind, uint32_t gx, uint32_t b, uint32_t e, uint32_t* d) {
+  uint32_t x = kind == AFFINE_X ? b % gx : b;
+  const uint32_t first = a[b] - x;
+  uint32_t diff = 0;
+  if (kind == AFFINE_LIN || x + (e - b) <= gx) {
+    // one row (or lin): consecutive ids, a loop that vectorises
+    for (uint32_t t = b; t < e; ++t) diff |= (a[t] - (t - b + x)) ^ first;
+  } else {
+    for (uint32_t t = b; t < e; ++t) {
+      diff |= (a[t] - x) ^ first;
+      x = x + 1 == gx ? 0 : x + 1;
+    }
+  }
+  *d = first;
+  return diff == 0;
+}
+
 // Checks that threads [b, e) agree on the point's uniform values and copies
 // them to the stage block.
+// `again`: threads [b, e) are (some of) those that ran last, from this
+// point, with its values staged: the invariant ones are in place.
 inline bool stage_uniforms(const Kernel* k, const Sync& s, const char* slots, char* stage, uint32_t b,
-                           uint32_t e) {
+                           uint32_t e, uint32_t gx, bool again = false) {
   for (uint32_t i = 0; i < s.num_uniform; ++i) {
     const Uniform& u = k->uniforms[s.first_uniform + i];
+    if (again && (u.affine & UNIFORM_INVARIANT)) continue;
     const char* arr = slots + u.slot_offset;
     const uint64_t sz = u.size;
+    if ((u.affine & AFFINE_KIND) != AFFINE_NONE) {
+      uint32_t d;
+      if (!affine_run(reinterpret_cast<const uint32_t*>(arr), u.affine & AFFINE_KIND, gx, b, e, &d)) return false;
+      memcpy(stage + u.stage_offset, &d, 4);
+      continue;
+    }
     bool same = true;
     // From b itself (a[b] ^ a[b] is 0): a group of 256 threads is then 8
     // whole vector iterations, where from b + 1 the 31 left over ran
@@ -288,6 +327,9 @@ struct GroupState {
   uint32_t* st;
   uint8_t* released;
   uint32_t n;
+  // The last run_span that staged its point's values for the whole span
+  // (resume point, threads), or last_resume ~0: see stage_uniforms' `again`.
+  uint32_t last_resume, last_b, last_e;
 };
 
 inline Summary combine(Summary a, Summary b) {
@@ -318,13 +360,19 @@ inline Summary summarize(const uint32_t* st, uint32_t n) {
 inline Summary run_span(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) {
   const Sync& s = G.k->syncs[resume];
   G.r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(b));
-  if (s.num_uniform == 0 || stage_uniforms(G.k, s, G.slots, G.stage, b, e))
+  const bool again = s.kind == SYNC_POINT && resume == G.last_resume && b >= G.last_b && e <= G.last_e;
+  G.last_resume = ~0u;
+  if (s.num_uniform == 0 || stage_uniforms(G.k, s, G.slots, G.stage, b, e, G.g->group_size.x, again)) {
+    G.last_resume = resume;
+    G.last_b = b;
+    G.last_e = e;
     return G.k->loop(G.g, G.slots, G.stage, G.frames, G.st, b, e, resume, nullptr, 0);
+  }
   // The threads disagree on a value the region code reads once per run:
   // one thread at a time.
   Summary mm = kEmpty;
   for (uint32_t t = b; t < e; ++t) {
-    stage_uniforms(G.k, s, G.slots, G.stage, t, t + 1);
+    stage_uniforms(G.k, s, G.slots, G.stage, t, t + 1, G.g->group_size.x);
     G.r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(t));
     mm = combine(mm, G.k->loop(G.g, G.slots, G.stage, G.frames, G.st, t, t + 1, resume, nullptr, 0));
   }
@@ -447,8 +495,9 @@ __attribute__((noinline)) inline Summary run_permuted(GroupState& G, uint32_t re
   e = settle_idle(G, s, b, e, &mm);
   uint32_t spans[kMaxSpans];
   const uint32_t nspans = e > b ? permuted_spans(G, resume, b, e, spans) : 0;
+  G.last_resume = ~0u;  // the stage is about to change
   if (nspans <= 1) return e > b ? combine(mm, run_span(G, resume, b, e)) : mm;
-  if (s.num_uniform == 0 || stage_uniforms(G.k, s, G.slots, G.stage, b, e)) {
+  if (s.num_uniform == 0 || stage_uniforms(G.k, s, G.slots, G.stage, b, e, G.g->group_size.x)) {
     G.r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(b));
     return combine(mm, G.k->loop(G.g, G.slots, G.stage, G.frames, G.st, b, e, resume, spans, nspans));
   }
@@ -882,6 +931,7 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
   G.st = reinterpret_cast<uint32_t*>(mem + o_states);
   G.released = reinterpret_cast<uint8_t*>(mem + o_released);
   G.n = n;
+  G.last_resume = ~0u;
 #ifdef MK_CHECK
   if (const chk::Group* C = chk::begin_group(r, g, k); !C) {
     __mk_rt->fail("internal error: more workers than checker states");
@@ -902,7 +952,7 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
       if (!mm.ndone) {
         if (k->syncs[mn].kind == SYNC_SIMD) simd_range(G, mn, 0, n);
 #ifdef MK_CHECK
-        else chk_barrier(G, mn, 0);
+        else if (k->syncs[mn].kind == SYNC_BARRIER) chk_barrier(G, mn, 0);
 #endif
         mm = run_range(G, mn, 0, n);
         continue;
@@ -925,11 +975,18 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
       mm = run_state(G, mn, live, masks);
       continue;
     }
-    // Threads at different points. Simdgroup operations first: in each
-    // simdgroup, the lanes at the lowest waiting point are the active ones.
-    bool any = false;
-    memset(G.released, 0, n);
-    for (uint32_t lo = 0; lo < n; lo += MK_SIMD_WIDTH) {
+    // Threads at different points. Those at resume points in loops first:
+    // they wait for nothing (and must reach the barriers the others wait at).
+    bool at_points = false;
+    for (uint32_t t = 0; t < n; ++t) {
+      const uint32_t p = G.st[t];
+      G.released[t] = p != DONE && k->syncs[p].kind == SYNC_POINT;
+      at_points |= G.released[t] != 0;
+    }
+    // Then simdgroup operations: in each simdgroup, the lanes at the lowest
+    // waiting point are the active ones.
+    bool any = at_points;
+    for (uint32_t lo = 0; lo < n && !at_points; lo += MK_SIMD_WIDTH) {
       const uint32_t hi = lo + MK_SIMD_WIDTH < n ? lo + MK_SIMD_WIDTH : n;
       if (named_resolve(G, lo, hi)) {
         any = true;
