@@ -278,8 +278,9 @@ inline bool affine_run(const uint32_t* a, uint64_t kind, uint32_t gx, uint32_t b
 // them to the stage block.
 // `again`: threads [b, e) are (some of) those that ran last, from this
 // point, with its values staged: the invariant ones are in place.
-inline bool stage_uniforms(const Kernel* k, const Sync& s, const char* slots, char* stage, uint32_t b,
-                           uint32_t e, uint32_t gx, bool again = false) {
+__attribute__((always_inline)) inline bool stage_uniforms(const Kernel* k, const Sync& s, const char* slots,
+                                                          char* stage, uint32_t b, uint32_t e, uint32_t gx,
+                                                          bool again = false) {
   for (uint32_t i = 0; i < s.num_uniform; ++i) {
     const Uniform& u = k->uniforms[s.first_uniform + i];
     if (again && (u.affine & UNIFORM_INVARIANT)) continue;
