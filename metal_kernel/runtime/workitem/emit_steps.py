@@ -234,11 +234,36 @@ class StepEmitter:
             body.append(f"  br label %mk.resume{k}")
             body.append(f"mk.resume{k}:")
             body += resume_blocks[k]
+        # The values this region saves at a resume point in a loop are saved
+        # at its other exits too (their current values: harmless where they
+        # are dead, what the exit's own save writes where they are live), so
+        # that the saves need no mask when the threads' loop is vectorised
+        # (AVX2's masked stores are slow).
+        def saved_here(sp) -> list[str]:
+            return [v for v in sp.live if self.a.saved_at(sp, v)
+                    and (self.fn.defs[v].block in reach or v in self.a.point_only)]
+        point_saves: list[str] = []
+        for lb in reach:
+            blk = self.fn.blocks[lb]
+            if blk.sync and self.fn.syncs[blk.sync - 1].kind == "point":
+                point_saves += [v for v in saved_here(self.fn.syncs[blk.sync - 1]) if v not in point_saves]
         for lb in self.fn.order:
             if lb not in reach:
                 continue
             body.append(f"{_ref(lb)[1:]}:")
+            if point_saves and (self.fn.blocks[lb].sync or any(
+                    isinstance(t, str) and t.strip() == f"ret i32 {DONE}" for t in out_blocks[lb])):
+                own = set(saved_here(self.fn.syncs[self.fn.blocks[lb].sync - 1])) if self.fn.blocks[lb].sync else set()
+                extra = [v for v in point_saves if v not in own]
+            else:
+                extra = []
             for text in out_blocks[lb]:
+                if extra and (isinstance(text, tuple) or (isinstance(text, str) and text.strip().startswith("ret i32"))):
+                    for v in extra:
+                        t = self.tmp("s")
+                        body.append(f"  %{t} = load {self.a.types[v]}, ptr {_stack_slot(v)}")
+                        body.append(f"  store {self.a.types[v]} %{t}, ptr %mk.sa.{v}")
+                    extra = []
                 if isinstance(text, tuple):
                     # Save v at this cut, unless this region cannot
                     # redefine it: then v was live at the resume point
