@@ -81,6 +81,32 @@ kernel void x_based_break(device const float* x [[buffer(0)]], device float* out
   out[lid.y * tsize.x + lid.x] = buf[lid.y][(lid.x + 1) % tsize.x] - s;
 }
 
+// MLX's softmax shape: strided loops around simd_max / simd_sum (rows of
+// the region loops cut at simdgroups).
+kernel void softmax_rows(device const float* in [[buffer(0)]], device float* out [[buffer(1)]],
+                         constant uint& axis [[buffer(2)]], uint row [[threadgroup_position_in_grid]],
+                         uint lid [[thread_position_in_threadgroup]], uint lsize [[threads_per_threadgroup]],
+                         uint lane [[thread_index_in_simdgroup]], uint sg [[simdgroup_index_in_threadgroup]],
+                         uint nsg [[simdgroups_per_threadgroup]]) {
+  threadgroup float shared[32];
+  in += size_t(row) * axis;
+  out += size_t(row) * axis;
+  float m = -INFINITY;
+  for (uint i = lid; i < axis; i += lsize) m = max(m, in[i]);
+  m = simd_max(m);
+  if (lane == 0) shared[sg] = m;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  m = simd_max(lane < nsg ? shared[lane] : -INFINITY);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float s = 0.0f;
+  for (uint i = lid; i < axis; i += lsize) s += exp(in[i] - m);
+  s = simd_sum(s);
+  if (lane == 0) shared[sg] = s;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  s = simd_sum(lane < nsg ? shared[lane] : 0.0f);
+  for (uint i = lid; i < axis; i += lsize) out[i] = exp(in[i] - m) / s;
+}
+
 // Threads leave the loop from its body, at different iterations.
 kernel void with_break(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
                        constant uint& n [[buffer(2)]], uint lid [[thread_position_in_threadgroup]],
@@ -124,7 +150,7 @@ kernel void scale_rows(device const float* x [[buffer(0)]], device float* y [[bu
   for (uint i = lid; i < n; i += 64) y[row * n + i] = x[row * n + i] / total[0];
 }
 """
-POINTS_IN_STRIDED = 7  # one per strided loop above
+POINTS_IN_STRIDED = 10  # one per strided loop above
 
 NOT_STRIDED = r"""
 #include <metal_stdlib>
@@ -328,3 +354,15 @@ def test_stores_in_the_loop(libs, n):
     same_bits(y1, y0)
     xr = x.reshape(rows, n).astype(np.float64)
     np.testing.assert_allclose(y1.reshape(rows, n), xr / xr.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+@pytest.mark.parametrize("cols,group", [(1024, 256), (1000, 256), (77, 64), (5, 32), (3000, 1024), (100, 96)])
+def test_softmax_with_simd_functions(libs, cols, group):
+    rows = 6
+    x = np.random.default_rng(cols).standard_normal((rows, cols)).astype(np.float32) * 4
+    out = np.full_like(x, np.nan)
+    (_, o1, _), (_, o0, _) = run_both(libs, "softmax_rows", x, out, cols, threadgroups=[rows], group_size=[group],
+                                      arg_casts={2: "int32"})
+    same_bits(o1, o0)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(o1, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
