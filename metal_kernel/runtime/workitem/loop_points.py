@@ -148,6 +148,8 @@ def insert(fn: Function) -> int:
     for h, u, body in quiet:
         if any(body < other for _, _, other in quiet):
             continue  # inside another loop that synchronises nothing
+        if fn.blocks[u].insts[-1].op != "br":
+            continue  # a switch may branch to the header more than once
         found = _counter(fn, h, u, threads)
         if found is None:
             continue
