@@ -16,7 +16,6 @@ of the tests: it measures time.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent / "perf"))
 
 import standalone
-from timing import summary
+from timing import alternate, summary
 
 import metal_kernel
 
@@ -89,12 +88,7 @@ def measure(repeat: int) -> list[dict]:
         torch_op(xt)
         np.testing.assert_allclose(yt.numpy(), want, rtol=2e-6, atol=1e-6, err_msg=f"torch {fn}")
         contenders.append((fn, "torch (out=)", lambda op=torch_op, xt=xt: op(xt)))
-    times = {(fn, who): [] for fn, who, _ in contenders}
-    for i in range(repeat):
-        for fn, who, call in (contenders if i % 2 == 0 else contenders[::-1]):
-            t0 = time.perf_counter()
-            call()
-            times[(fn, who)].append(time.perf_counter() - t0)
+    times = alternate({(fn, who): call for fn, who, call in contenders}, repeat)
     return [{"function": fn, "contender": who, "elements": N, **summary(times[(fn, who)])}
             for fn, who, _ in contenders]
 

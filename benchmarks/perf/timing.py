@@ -10,8 +10,8 @@ from __future__ import annotations
 import statistics
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 def first_line(e, limit: int = 160) -> str:
@@ -42,6 +42,20 @@ def summary(times: list[float]) -> dict:
     q = statistics.quantiles(t, n=4) if len(t) >= 2 else [t[0], t[0], t[0]]
     return {"status": "ok", "median_s": statistics.median(t), "min_s": t[0], "max_s": t[-1],
             "q1_s": q[0], "q3_s": q[2], "runs": len(t), "times_s": [round(x, 7) for x in times]}
+
+
+def alternate(calls: dict, repeat: int) -> dict:
+    """Seconds of `repeat` runs of each call, the calls taking turns (in
+    reverse order every other round, so that none always runs first): the
+    standalone scripts' timing, where the callers prepare and check."""
+    times = {k: [] for k in calls}
+    order = list(calls)
+    for i in range(repeat):
+        for k in (order if i % 2 == 0 else order[::-1]):
+            t0 = time.perf_counter()
+            calls[k]()
+            times[k].append(time.perf_counter() - t0)
+    return times
 
 
 def bench(sides: dict[str, Side], warmup: int, repeat: int, budget: float, verbose: bool = False) -> dict:
