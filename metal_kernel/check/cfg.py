@@ -1,6 +1,6 @@
 """The control-flow graph of one per-thread function: which block holds each
 value and line, each block's terminator, successors and predecessors, and
-dominators (Cooper, Harvey and Kennedy's iterative algorithm).
+dominators (runtime/dominators.py).
 
 check/loops.py reads counted loops from it, check/guards.py the conditions
 that hold where an access runs."""
@@ -8,6 +8,8 @@ that hold where an access runs."""
 from __future__ import annotations
 
 import re
+
+from ..runtime.dominators import dominates, immediate_dominators
 
 _LOCAL = r"%[-\w.$]+"
 _LABEL = re.compile(r"^([-\w.$]+):")
@@ -55,37 +57,12 @@ class Blocks:
 
     # -- dominators --
     def idom(self) -> dict[str, str]:
-        if self._idom is not None:
-            return self._idom
-        rpo = self._reverse_postorder()
-        index = {b: i for i, b in enumerate(rpo)}
-        idom = {ENTRY: ENTRY}
-        changed = True
-        while changed:
-            changed = False
-            for b in rpo[1:]:
-                done = [p for p in self.preds.get(b, []) if p in idom]
-                if not done:
-                    continue
-                new = done[0]
-                for p in done[1:]:
-                    new = _intersect(p, new, idom, index)
-                if idom.get(b) != new:
-                    idom[b] = new
-                    changed = True
-        self._idom = idom
-        return idom
+        if self._idom is None:
+            self._idom = immediate_dominators(ENTRY, self.succs)
+        return self._idom
 
     def dominates(self, a: str, b: str) -> bool:
-        idom = self.idom()
-        if b not in idom:
-            return False  # unreachable
-        while True:
-            if a == b:
-                return True
-            if b == ENTRY:
-                return False
-            b = idom[b]
+        return dominates(self.idom(), a, b)
 
     def dominators(self, b: str) -> list[str]:
         """b's strict dominators, nearest first."""
@@ -95,26 +72,3 @@ class Blocks:
             b = idom[b]
             out.append(b)
         return out
-
-    def _reverse_postorder(self) -> list[str]:
-        seen, post = {ENTRY}, []
-        stack = [(ENTRY, iter(self.succs.get(ENTRY, [])))]
-        while stack:
-            b, it = stack[-1]
-            nxt = next((s for s in it if s not in seen and s in self.succs), None)
-            if nxt is None:
-                post.append(b)
-                stack.pop()
-            else:
-                seen.add(nxt)
-                stack.append((nxt, iter(self.succs.get(nxt, []))))
-        return post[::-1]
-
-
-def _intersect(a: str, b: str, idom: dict, index: dict) -> str:
-    while a != b:
-        while index[a] > index[b]:
-            a = idom[a]
-        while index[b] > index[a]:
-            b = idom[b]
-    return a

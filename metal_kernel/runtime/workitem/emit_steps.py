@@ -239,9 +239,21 @@ class StepEmitter:
         # are dead, what the exit's own save writes where they are live), so
         # that the saves need no mask when the threads' loop is vectorised
         # (AVX2's masked stores are slow).
+        def must_save(v: str) -> bool:
+            # Unless this region cannot redefine v: then v was live at the
+            # resume point too, restored from its slot, and the slot still
+            # holds exactly that value (only this thread's saves write it).
+            # Accumulators a region does not touch cost nothing. (Not for a
+            # value saved only at points: elsewhere it was recomputed.)
+            return self.fn.defs[v].block in reach or v in self.a.point_only
+
+        def save(v: str):
+            t = self.tmp("s")
+            body.append(f"  %{t} = load {self.a.types[v]}, ptr {_stack_slot(v)}")
+            body.append(f"  store {self.a.types[v]} %{t}, ptr %mk.sa.{v}")
+
         def saved_here(sp) -> list[str]:
-            return [v for v in sp.live if self.a.saved_at(sp, v)
-                    and (self.fn.defs[v].block in reach or v in self.a.point_only)]
+            return [v for v in sp.live if self.a.saved_at(sp, v) and must_save(v)]
         point_saves: list[str] = []
         for lb in reach:
             blk = self.fn.blocks[lb]
@@ -260,23 +272,11 @@ class StepEmitter:
             for text in out_blocks[lb]:
                 if extra and (isinstance(text, tuple) or (isinstance(text, str) and text.strip().startswith("ret i32"))):
                     for v in extra:
-                        t = self.tmp("s")
-                        body.append(f"  %{t} = load {self.a.types[v]}, ptr {_stack_slot(v)}")
-                        body.append(f"  store {self.a.types[v]} %{t}, ptr %mk.sa.{v}")
+                        save(v)
                     extra = []
-                if isinstance(text, tuple):
-                    # Save v at this cut, unless this region cannot
-                    # redefine it: then v was live at the resume point
-                    # too, restored from its slot, and the slot still
-                    # holds exactly that value (only this thread's saves
-                    # write it). Accumulators a region does not touch
-                    # cost nothing. (Not for a value saved only at
-                    # points: elsewhere it was recomputed, not restored.)
-                    v = text[1]
-                    if self.fn.defs[v].block in reach or v in self.a.point_only:
-                        t = self.tmp("s")
-                        body.append(f"  %{t} = load {self.a.types[v]}, ptr {_stack_slot(v)}")
-                        body.append(f"  store {self.a.types[v]} %{t}, ptr %mk.sa.{v}")
+                if isinstance(text, tuple):  # save v at this cut (must_save)
+                    if must_save(text[1]):
+                        save(text[1])
                     continue
                 body.append(self._prune_phi(text, lb, reach, k))
         out.append(f"define internal i32 @__mk_wistep_{n}_{k}({params}){attr} {{")

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 
+from ..dominators import dominates, immediate_dominators
 from ..ir import _name, _ref
 from .abi import POINT_FLAGS, SYNC_MARKERS
 from .ir_model import _PURE_OPS, Block, Function, Inst, branch_targets, phi_incoming
@@ -43,32 +44,9 @@ def _succs(blk: Block) -> list[str]:
     return branch_targets(t) if t.op in ("br", "switch") else []
 
 
-def _dominators(fn: Function, succs: dict[str, list[str]]) -> dict[str, set[str]]:
-    preds: dict[str, list[str]] = {lb: [] for lb in fn.order}
-    for lb in fn.order:
-        for s in succs[lb]:
-            if s in preds:
-                preds[s].append(lb)
-    every = set(fn.order)
-    dom = {lb: set(every) for lb in fn.order}
-    dom[fn.entry] = {fn.entry}
-    changed = True
-    while changed:
-        changed = False
-        for lb in fn.order:
-            if lb == fn.entry:
-                continue
-            ps = [dom[p] for p in preds[lb]]
-            new = (set.intersection(*ps) if ps else set()) | {lb}
-            if new != dom[lb]:
-                dom[lb] = new
-                changed = True
-    return dom
-
-
 def _loops(fn: Function, succs: dict[str, list[str]]) -> list[tuple[str, str, set[str]]]:
     """(header, latch, body) of every natural loop with a single back edge."""
-    dom = _dominators(fn, succs)
+    idom = immediate_dominators(fn.entry, succs)
     preds: dict[str, list[str]] = {lb: [] for lb in fn.order}
     for lb in fn.order:
         for s in succs[lb]:
@@ -77,7 +55,7 @@ def _loops(fn: Function, succs: dict[str, list[str]]) -> list[tuple[str, str, se
     back: dict[str, list[str]] = {}
     for u in fn.order:
         for h in succs[u]:
-            if h in dom[u]:
+            if dominates(idom, h, u):
                 back.setdefault(h, []).append(u)
     out = []
     for h, latches in back.items():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from ..dominators import immediate_dominators
 from ..ir import _name
 from .analysis import Analysis
 from .ir_model import phi_incoming
@@ -101,34 +102,20 @@ def uniform_candidates(analysis: Analysis):
                     and not re.match(r"<3 x", analysis.types[v])]
 
 
+_EXIT = "mk.exit"  # a node after every block that leaves the function
+
+
 def _immediate_post_dominators(fn) -> dict[str, str]:
     """Each block's immediate post-dominator (where the paths from its
-    successors meet again), for the blocks that have one."""
-    exits = [lb for lb in fn.order if not fn.blocks[lb].succs]
-    every = set(fn.order)
-    pdom = {lb: ({lb} if lb in exits else set(every)) for lb in fn.order}
-    changed = True
-    while changed:
-        changed = False
-        for lb in reversed(fn.order):
-            succs = [t for t in fn.blocks[lb].succs if t in pdom]
-            if not succs:
-                continue
-            new = set.intersection(*(pdom[t] for t in succs)) | {lb}
-            if new != pdom[lb]:
-                pdom[lb] = new
-                changed = True
-    out = {}
+    successors meet again), for the blocks that have one in the function:
+    dominators of the reversed graph from a node every exit leads to."""
+    reverse: dict[str, list[str]] = {lb: [] for lb in fn.order}
+    reverse[_EXIT] = [lb for lb in fn.order if not fn.blocks[lb].succs]
     for lb in fn.order:
-        strict = pdom[lb] - {lb}
-        if strict == every - {lb}:  # no exit reachable (an endless loop): no reconvergence known
-            continue
-        # the strict post-dominator that all the others post-dominate
-        for c in strict:
-            if all(o in pdom[c] for o in strict):
-                out[lb] = c
-                break
-    return out
+        for t in fn.blocks[lb].succs:
+            reverse[t].append(lb)
+    ipdom = immediate_dominators(_EXIT, reverse)
+    return {lb: d for lb, d in ipdom.items() if lb != _EXIT and d != _EXIT}
 
 
 def affine_counters(analysis: Analysis):
