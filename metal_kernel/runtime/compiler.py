@@ -62,6 +62,7 @@ EAGER_KERNELS = 16
 COMMON_FLAGS = pass2.COMMON_FLAGS
 workitem_enabled = pass2.workitem_enabled
 loop_points_enabled = pass2.loop_points_enabled
+interleave_enabled = pass2.interleave_enabled
 streaming_setting = pass2.streaming_setting
 streaming_enabled = pass2.streaming_enabled
 extra_flags = pass2.extra_flags
@@ -476,7 +477,8 @@ def _checked_key(opts: CompileOptions):
 def _object_key(pp: str, opts: CompileOptions, tc: Toolchain) -> str:
     fcs = sorted((str(k), repr(v)) for k, v in opts.function_constants)
     return _sha("object", pp, fcs, opts.optimize, opts.math, _checked_key(opts), tc.identity, runtime_version(), cpu_identity(),
-                extra_flags(), workitem_enabled(), loop_points_enabled(), streaming_enabled(), frontend_of(opts).version())
+                extra_flags(), workitem_enabled(), loop_points_enabled(), interleave_enabled(), streaming_enabled(),
+                frontend_of(opts).version())
 
 
 def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) -> CompiledLibrary:
@@ -486,7 +488,7 @@ def compile_library(source: str, opts: CompileOptions, rebuild: bool = False) ->
     objects = base / "objects"
     manifest_key = _sha("manifest", source, json.dumps(opts.key(), sort_keys=True, default=str),
                         tc.identity, runtime_version(), cpu_identity(), extra_flags(), workitem_enabled(),
-                        loop_points_enabled(), streaming_enabled(), frontend_of(opts).version())
+                        loop_points_enabled(), interleave_enabled(), streaming_enabled(), frontend_of(opts).version())
     manifest = base / "manifests" / f"{manifest_key}.json"
     # Direct mode (as ccache): same source and options, and no included file
     # changed since -> the library, without running the preprocessor.

@@ -200,6 +200,11 @@ class Context:
         ll = os.path.join(self.tmp, out_name)
         return self.compile_cxx(cpp, ["-S", "-emit-llvm", "-o", ll], *defines, flags=flags), ll
 
+    def optimise_ir(self, ll: str, out_ll: str, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+        """IR -> IR through the same optimisation link_ir runs before code
+        generation (so that a pass can run between the two)."""
+        return self._run([*codegen_flags(self.tc, self.optimize), *extra, ll, "-S", "-emit-llvm", "-o", out_ll])
+
     def link_ir(self, ll: str, out: str, optimise_again: bool, extra: tuple[str, ...] = (),
                 objects: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
         """IR -> shared library (with `objects` linked in; `extra`: more
@@ -340,6 +345,12 @@ def loop_points_enabled() -> bool:
     return os.environ.get("METAL_KERNEL_LOOP_POINTS", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def interleave_enabled() -> bool:
+    """$METAL_KERNEL_INTERLEAVE=0 leaves the loop functions' blocks in
+    LLVM's order (workitem/interleave.py; part of the cache key)."""
+    return os.environ.get("METAL_KERNEL_INTERLEAVE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 def _workitem_debug() -> bool:
     return os.environ.get("METAL_KERNEL_WI_DEBUG", "") not in ("", "0")
 
@@ -460,6 +471,25 @@ def _cut(ctx: Context, text: str, syms: list[int], uniform=frozenset()):
     return result
 
 
+def _interleaved(ctx: Context, wi_ll: str) -> tuple[str, bool]:
+    """The transformed IR optimised, then its loop functions' chains
+    interleaved (workitem/interleave.py): (IR to link, whether it still
+    needs optimising). On any failure the transformed IR as it was."""
+    from . import workitem
+    from .workitem.interleave import interleave_module
+
+    opt_ll = os.path.join(ctx.tmp, "wi.sched.ll")
+    proc = ctx.optimise_ir(wi_ll, opt_ll, extra=workitem.CODEGEN_FLAGS)
+    if proc.returncode != 0:
+        _debug("optimising the transformed IR failed:\n" + proc.stderr[:4000])
+        return wi_ll, True
+    text, changed = interleave_module(Path(opt_ll).read_text())
+    _debug(f"interleaved the chains of {changed} block(s)")
+    if changed:
+        Path(opt_ll).write_text(text)
+    return opt_ll, False
+
+
 def _link_cut(ctx: Context, result, kernels: list[KernelEntry], out: str, uniform=None) -> bool:
     """Links the transformed IR (with the whole-simdgroup build `uniform`,
     a simdgroup_uniform.Built, when there is one); False when clang rejects
@@ -473,14 +503,19 @@ def _link_cut(ctx: Context, result, kernels: list[KernelEntry], out: str, unifor
     Path(wi_ll).write_text(_add_streaming(result.text, kernels))
     # Nothing cut (every kernel on fibers or direct): the IR is optimised already.
     again = any(k.mode == "workitem-loops" for k in kernels)
-    proc = ctx.link_ir(wi_ll, out, optimise_again=again, extra=workitem.CODEGEN_FLAGS, objects=objects)
+    ll, again = _interleaved(ctx, wi_ll) if again and interleave_enabled() else (wi_ll, again)
+    proc = ctx.link_ir(ll, out, optimise_again=again, extra=workitem.CODEGEN_FLAGS, objects=objects)
+    if proc.returncode != 0 and ll != wi_ll:
+        _debug("interleaved IR rejected, linked as optimised:\n" + proc.stderr[:4000])
+        ll, again = wi_ll, True
+        proc = ctx.link_ir(ll, out, optimise_again=again, extra=workitem.CODEGEN_FLAGS, objects=objects)
     if proc.returncode != 0 and objects:
         # A bug of the whole-simdgroup build, never the user's: link without
         # it (its functions are weak references, null when absent).
         _debug("whole-simdgroup object not linked:\n" + proc.stderr[:4000])
         for k in kernels:
             k.whole_simdgroup = False
-        proc = ctx.link_ir(wi_ll, out, optimise_again=again, extra=workitem.CODEGEN_FLAGS)
+        proc = ctx.link_ir(ll, out, optimise_again=again, extra=workitem.CODEGEN_FLAGS)
     if proc.returncode != 0:
         _debug("clang rejected the transformed IR:\n" + proc.stderr[:4000])
         return False

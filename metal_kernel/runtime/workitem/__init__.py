@@ -73,6 +73,7 @@ The stages, one module each (in pipeline order):
     emit_steps.py      step 4: the step functions (reg2mem)
     emit_loop.py       step 5: the loop function over the threads
     emit_layout.py     step 5: slot / stage / frame types, the descriptor
+    interleave.py      after LLVM's optimisation: independent chains interleaved
     per_thread.py      PerThread: one function through the stages
     rewrite_module.py  transform(): every kernel of a module, the module text
 """
