@@ -143,8 +143,12 @@ def _prelude(tc: Toolchain, flags: list[str], cache: Path, version: str, header:
     if not pch.exists():
         tmp = pch.with_name(f"{pch.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         try:
-            proc = subprocess.run(tc.cxx(*flags, "-x", "c++-header", str(header), "-o", str(tmp)),
-                                  capture_output=True, text=True)
+            # No timestamps in the PCH: the key covers the headers' content,
+            # and zig's cache hands back a PCH built earlier from the same
+            # bytes, whose recorded mtimes a checkout or reinstall has since
+            # changed (clang would reject it at every compile).
+            proc = subprocess.run(tc.cxx(*flags, "-Xclang", "-fno-pch-timestamp", "-x", "c++-header", str(header),
+                                         "-o", str(tmp)), capture_output=True, text=True)
             if proc.returncode != 0:
                 return ["-include", str(header), *after]
             os.replace(tmp, pch)  # atomic: concurrent builders write the same bytes

@@ -115,6 +115,27 @@ def test_the_prelude_is_precompiled_once_and_reused(tmp_path, monkeypatch):
     assert x.tolist() == [2.0] * 3
 
 
+def test_a_touched_header_keeps_the_precompiled_prelude(tmp_path, monkeypatch):
+    """A checkout or reinstall rewrites the runtime's headers with the same
+    bytes and a new mtime; the PCH (keyed by their content) stays valid
+    and in use (zig's cache may hand back a PCH built before the touch)."""
+    monkeypatch.setenv("METAL_KERNEL_CACHE_DIR", str(tmp_path))
+    metal_kernel.compile_shader(SRC % "1.0")
+    pchs = _pchs(tmp_path)
+    stamp = pchs[0].stat().st_mtime_ns
+    header = compiler.pass2.PRELUDE
+    st = header.stat()
+    os.utime(header, ns=(st.st_atime_ns, st.st_mtime_ns + 10**11))
+    try:
+        lib = metal_kernel.compile_shader(SRC % "5.0")
+    finally:
+        os.utime(header, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert _pchs(tmp_path) == pchs and pchs[0].stat().st_mtime_ns == stamp
+    x = torch.zeros(3)
+    lib.k(x)
+    assert x.tolist() == [5.0] * 3
+
+
 def test_a_corrupt_precompiled_prelude_is_replaced(tmp_path, monkeypatch):
     monkeypatch.setenv("METAL_KERNEL_CACHE_DIR", str(tmp_path))
     metal_kernel.compile_shader(SRC % "1.0")
