@@ -507,7 +507,11 @@ def _link_cut(ctx: Context, result, kernels: list[KernelEntry], out: str, unifor
     Path(wi_ll).write_text(_add_streaming(result.text, kernels))
     # Nothing cut (every kernel on fibers or direct): the IR is optimised already.
     again = any(k.mode == "workitem-loops" for k in kernels)
-    ll, again = _interleaved(ctx, wi_ll) if again and interleave_enabled() else (wi_ll, again)
+    # Only jammed rows (emit_loop._jammed_rows, kernels that read y) have the
+    # chains the pass interleaves: elsewhere it would cost the separate
+    # optimisation step (~0.2 s) for nothing.
+    jammed = re.search(r"^L\d+\.jam:", result.text, re.MULTILINE) is not None
+    ll, again = _interleaved(ctx, wi_ll) if again and jammed and interleave_enabled() else (wi_ll, again)
     proc = ctx.link_ir(ll, out, optimise_again=again, extra=workitem.CODEGEN_FLAGS, objects=objects)
     if proc.returncode != 0 and ll != wi_ll:
         _debug("interleaved IR rejected, linked as optimised:\n" + proc.stderr[:4000])
