@@ -33,8 +33,11 @@ class Analysis:
         self.varying: set[str] = set()  # values that may differ between threads (uniformity.py)
         self.uniform: list[str] = []  # slot values read from the stage block (uniformity.py)
         # Of those, loop counters staged as one difference from the thread's
-        # "x" or "lin" at their resume point (uniformity.affine_counters).
+        # "x" or "lin" at their resume point (uniformity.affine_counters), and
+        # values defined as x or lin plus a uniform value, staged so at every
+        # cut (uniformity.affine_values; also in affine_any).
         self.affine: dict[str, str] = {}
+        self.affine_any: set[str] = set()
 
     def liveness(self):
         """live_in per block (phi defs excluded; phi uses on their edges)."""

@@ -83,7 +83,8 @@ def descriptor_text(fn: Function, analysis: Analysis, guards: dict[int, Guard] |
         first = len(uniforms)
         for v in sp.live:
             if v in stage_idx and staged_at(analysis, sp, v):
-                affine = AFFINE.get(analysis.affine.get(v, "") if sp.kind == "point" else "", 0)
+                anywhere = sp.kind == "point" or v in analysis.affine_any
+                affine = AFFINE.get(analysis.affine.get(v, "") if anywhere else "", 0)
                 loop = fn.point_loops.get(sp.block) if sp.kind == "point" else None
                 if loop is not None and v not in analysis.affine and fn.defs[v].block not in loop:
                     affine |= INVARIANT

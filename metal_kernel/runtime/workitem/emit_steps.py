@@ -19,8 +19,9 @@ _SAVE = "save"  # StepEmitter: a save at a cut, decided per step function
 def staged_at(a: Analysis, sp, v: str) -> bool:
     """Whether live value v is read from the stage block after point sp:
     a uniform value anywhere, a loop counter (Analysis.affine) only at its
-    own resume point."""
-    return v in a.uniform and a.saved_at(sp, v) and (v not in a.affine or sp.kind == "point")
+    own resume point, x or lin plus a uniform value (Analysis.affine_any)
+    anywhere."""
+    return v in a.uniform and a.saved_at(sp, v) and (v not in a.affine or sp.kind == "point" or v in a.affine_any)
 
 
 def _stack_slot(v: str) -> str:
@@ -155,9 +156,14 @@ class StepEmitter:
                     lines.append(f"  %{t} = load {self.a.types[v]}, ptr {src}")
                     if staged and v in self.a.affine:
                         # the stage holds v - x (or - lin): this thread's v
-                        tid = self.fn.x if self.a.affine[v] == "x" else self.fn.lin
+                        tid = _ref(self.fn.x if self.a.affine[v] == "x" else self.fn.lin)
+                        ty = self.a.types[v]
+                        if ty == "i64":  # thread ids are below 1024: zext is sext
+                            wide = self.tmp("r")
+                            lines.append(f"  %{wide} = zext i32 {tid} to i64")
+                            tid = f"%{wide}"
                         t2 = self.tmp("r")
-                        lines.append(f"  %{t2} = add i32 %{t}, {_ref(tid)}")
+                        lines.append(f"  %{t2} = add {ty} %{t}, {tid}")
                         t = t2
                     lines.append(f"  store {self.a.types[v]} %{t}, ptr {_stack_slot(v)}")
                 else:

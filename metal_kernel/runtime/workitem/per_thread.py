@@ -19,7 +19,7 @@ from .loop_points import insert as insert_loop_points
 from .parse import parse
 from .prefix_guard import Guard, prefix_guard, step_functions
 from .privatise import Privatisation
-from .uniformity import affine_counters, uniform_candidates
+from .uniformity import affine_counters, affine_values, uniform_candidates
 
 
 class PerThread:
@@ -102,6 +102,7 @@ class PerThread:
     def uniform_candidates(self):
         uniform_candidates(self.analysis)
         affine_counters(self.analysis)
+        affine_values(self.analysis)
 
     # ------------------------------------------------------------ emit --
     def emit(self) -> list[str]:

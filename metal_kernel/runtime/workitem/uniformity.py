@@ -135,3 +135,40 @@ def affine_counters(analysis: Analysis):
                 and v not in analysis.uniform:
             analysis.uniform.append(v)
             analysis.affine[v] = base
+
+
+_ADD = re.compile(r"^(?:add(?: nuw)?(?: nsw)?|or disjoint) i32 (\S+), (\S+)$")
+
+
+def affine_values(analysis: Analysis):
+    """Saved values defined as the thread's x or lin plus a value no thread
+    differs in (`i = tg * n + lid` with n from a buffer, live across a
+    barrier): staged as that difference at every cut, like the loop
+    counters at their points, so the region code adds the thread id back
+    and addresses built from them stay consecutive across threads (else each
+    is a per-thread load, and every access through it a gather). The driver
+    checks the difference per run (mk/workitem.h affine_run); where threads
+    disagree it runs them one at a time."""
+    fn = analysis.fn
+    bases = {fn.x: "x", fn.lin: "lin"}
+    for v in analysis.slot_values:
+        ty = analysis.types.get(v)
+        if v in analysis.uniform or v in analysis.affine or ty not in ("i32", "i64") or v in analysis.point_only:
+            continue
+        d = fn.defs[v]
+        if ty == "i64":  # zext / sext of such an i32 (the address arithmetic's form)
+            w = re.match(r"^[zs]ext(?: nneg)? i32 (%\S+) to i64$", d.rest)
+            d = fn.defs.get(_name(w.group(1))) if w else None
+            if d is None:
+                continue
+        m = _ADD.match(d.rest)
+        if not m:
+            continue
+        a, b = (_name(t) if t.startswith("%") else None for t in m.groups())
+        for base, other, token in ((a, b, m.group(2)), (b, a, m.group(1))):
+            if base in bases and (other is None and re.fullmatch(r"-?\d+", token) or
+                                  other is not None and other not in analysis.varying and other != base):
+                analysis.uniform.append(v)
+                analysis.affine[v] = bases[base]
+                analysis.affine_any.add(v)
+                break

@@ -185,7 +185,8 @@ struct Uniform {
   uint64_t slot_offset;   // its per-thread array in the slots block
   uint64_t stage_offset;  // its single copy in the stage block
   uint64_t size;
-  // AFFINE_X / AFFINE_LIN: a loop counter at its resume point (4 bytes):
+  // AFFINE_X / AFFINE_LIN: a loop counter at its resume point (4 bytes), or
+  // a value defined as x / lin plus a uniform one (4 or 8 bytes, any point):
   // what the threads agree on, and the stage holds, is the value minus the
   // thread's x / lin; the region code adds it back.
   // | UNIFORM_INVARIANT: a value from before the loop of a resume point;
@@ -257,10 +258,11 @@ inline uint64_t up64(uint64_t v) { return (v + 63) & ~uint64_t(63); }
 // Whether threads [b, e) (of a group `gx` threads wide) hold a[t] = d +
 // x(t) (AFFINE_X) or d + t (AFFINE_LIN) for one d; sets *d. (Where they do
 // not, the caller runs them one at a time: slower, never wrong.)
-inline bool affine_run(const uint32_t* a, uint64_t kind, uint32_t gx, uint32_t b, uint32_t e, uint32_t* d) {
-  uint32_t x = kind == AFFINE_X ? b % gx : b;
-  const uint32_t first = a[b] - x;
-  uint32_t diff = 0;
+template <typename T>
+inline bool affine_run(const T* a, uint64_t kind, uint32_t gx, uint32_t b, uint32_t e, T* d) {
+  T x = kind == AFFINE_X ? b % gx : b;
+  const T first = a[b] - x;
+  T diff = 0;
   if (kind == AFFINE_LIN || x + (e - b) <= gx) {
     // one row (or lin): consecutive ids, a loop that vectorises
     for (uint32_t t = b; t < e; ++t) diff |= (a[t] - (t - b + x)) ^ first;
@@ -287,9 +289,15 @@ __attribute__((always_inline)) inline bool stage_uniforms(const Kernel* k, const
     const char* arr = slots + u.slot_offset;
     const uint64_t sz = u.size;
     if ((u.affine & AFFINE_KIND) != AFFINE_NONE) {
-      uint32_t d;
-      if (!affine_run(reinterpret_cast<const uint32_t*>(arr), u.affine & AFFINE_KIND, gx, b, e, &d)) return false;
-      memcpy(stage + u.stage_offset, &d, 4);
+      if (sz == 8) {  // a zext / sext of x or lin plus a uniform (uniformity.affine_values)
+        uint64_t d;
+        if (!affine_run(reinterpret_cast<const uint64_t*>(arr), u.affine & AFFINE_KIND, gx, b, e, &d)) return false;
+        memcpy(stage + u.stage_offset, &d, 8);
+      } else {
+        uint32_t d;
+        if (!affine_run(reinterpret_cast<const uint32_t*>(arr), u.affine & AFFINE_KIND, gx, b, e, &d)) return false;
+        memcpy(stage + u.stage_offset, &d, 4);
+      }
       continue;
     }
     bool same = true;

@@ -1,0 +1,131 @@
+"""Values defined as the thread's x or lin plus a value no thread differs in
+(`i = tg * n + lid` with n from a buffer), live across a barrier, are
+staged as that difference (runtime/workitem/uniformity.py affine_values):
+the region code adds the thread id back, so accesses through them stay
+consecutive. Checked with poisoned outputs against numpy, by finding the
+staged values in the descriptor, and with a value whose difference is not
+the same in every thread (64-bit, wrapping in 32), which the driver must
+catch and run thread by thread."""
+
+import re
+
+import numpy as np
+import pytest
+
+import metal_kernel
+from metal_kernel.runtime import workitem
+
+SOURCE = r"""
+#include <metal_stdlib>
+using namespace metal;
+
+// i is lin plus a uniform, live across the barrier (as a 64-bit index).
+kernel void live_index(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                       constant uint& n [[buffer(2)]], uint tg [[threadgroup_position_in_grid]],
+                       uint lid [[thread_position_in_threadgroup]], uint lsize [[threads_per_threadgroup]]) {
+  threadgroup float buf[1024];
+  const uint i = tg * n + lid;
+  buf[lid] = x[i];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[i] = buf[(lid + 1) % lsize] - buf[lid];
+}
+
+// A 2-D group: col is x plus a uniform, but the live index also holds row,
+// which differs between rows (not staged; checked for its results).
+kernel void live_column(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                        constant uint& n [[buffer(2)]], uint2 tg [[threadgroup_position_in_grid]],
+                        uint2 lid [[thread_position_in_threadgroup]]) {
+  threadgroup float buf[16][16];
+  const uint col = tg.x * n + lid.x;
+  const uint row = tg.y * 16 + lid.y;
+  buf[lid.y][lid.x] = x[row * 64 + col];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[row * 64 + col] = buf[lid.y][(lid.x + 1) & 15u] * 2.0f;
+}
+
+// w = lid + u in 32 bits, widened: with u near 2^32 the 32-bit sum wraps
+// for some threads, so w - lid is not one number: the driver's check must
+// catch it and run the threads one at a time.
+kernel void wrapping(device float* out [[buffer(0)]], constant uint& u [[buffer(1)]],
+                     uint lid [[thread_position_in_threadgroup]]) {
+  threadgroup float buf[256];
+  threadgroup ulong wide[256];
+  const ulong w = ulong(lid + u);
+  buf[lid] = float(lid);
+  wide[lid] = w;  // w itself (64 bits) before the barrier, so that it is what lives across it
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[lid] = float(w >> 28) + buf[255 - lid] + float(wide[255 - lid] & 1);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The library, and the affine flags of the staged values in each
+    kernel's descriptor."""
+    flags = []
+    original = workitem.transform
+
+    def spy(text, syms, **kw):
+        result = original(text, syms, **kw)
+        flags.extend(int(f) for f in re.findall(r"%mk\.WiUniform \{.*?, i64 (\d+) \}", result.text))
+        return result
+
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(workitem, "transform", spy)
+        mp.setenv("METAL_KERNEL_CACHE_DIR", str(tmp_path_factory.mktemp("affine")))
+        lib = metal_kernel.compile_shader(SOURCE)
+        assert lib.live_index is not None  # built now, with the spy in place
+    finally:
+        mp.undo()
+    return lib, flags
+
+
+def test_the_values_are_staged_as_differences(built):
+    _, flags = built
+    # live_index's i and wrapping's w (x or lin plus a number: one and the
+    # same in 1-D groups). live_column's live index also holds row, which
+    # differs between rows of x: not staged (a correctness case only).
+    assert sorted(f & 3 for f in flags if f & 3) in ([1, 1], [1, 2])
+
+
+@pytest.mark.parametrize("n,group", [(256, 256), (100, 128), (7, 32)])
+def test_live_index(built, n, group):
+    lib, _ = built
+    groups = 9
+    x = np.random.default_rng(n).standard_normal(groups * n + group).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    lib.live_index(x, out, n, threads=[groups * group], group_size=[group], arg_casts={2: "int32"})
+    expect = np.full_like(x, np.nan)
+    for t in range(groups):
+        # overlapping groups (n < group) write the same elements: the last group's values stand
+        seg = x[t * n:t * n + group]
+        expect[t * n:t * n + group] = np.roll(seg, -1) - seg
+    if n >= group:
+        np.testing.assert_array_equal(out, expect)
+    else:  # groups overlap: every written element holds some group's value
+        assert not np.isnan(out[:groups * n]).any()
+
+
+def test_live_column_in_a_2d_group(built):
+    lib, _ = built
+    x = np.random.default_rng(3).standard_normal(64 * 64).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    lib.live_column(x, out, 16, threads=[64, 64], group_size=[16, 16], arg_casts={2: "int32"})
+    tiles = x.reshape(4, 16, 4, 16)
+    expect = np.roll(tiles, -1, axis=3) * 2.0
+    np.testing.assert_array_equal(out, expect.reshape(-1))
+
+
+@pytest.mark.parametrize("u", [0, 5, 2**32 - 128, 2**32 - 1])
+def test_threads_that_disagree_run_one_at_a_time(built, u):
+    lib, _ = built
+    out = np.full(256, np.nan, np.float32)
+    as_int32 = u - 2**32 if u >= 2**31 else u  # the same 32 bits
+    lib.wrapping(out, as_int32, threads=256, group_size=256, arg_casts={1: "int32"})
+    lid = np.arange(256, dtype=np.uint64)
+    w = (lid + np.uint64(u)) & np.uint64(0xFFFFFFFF)
+    expect = ((w >> np.uint64(28)).astype(np.float32) + (255 - lid).astype(np.float32)
+              + (w[::-1] & np.uint64(1)).astype(np.float32))
+    np.testing.assert_array_equal(out, expect)
