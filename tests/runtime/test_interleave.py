@@ -152,9 +152,10 @@ def test_the_output_is_valid_ir(tmp_path):
 
 
 # ----------------------------------------------------------------- kernels --
-# The benchmark's kernels (matmul_tiled: 16x16 tiles, one accumulator per
-# thread), and a matmul with two accumulators.
-KERNELS = kernels.MSL + r"""
+# The benchmark's matmul_tiled (16x16 tiles, one accumulator per thread),
+# and a matmul with two accumulators.
+_MATMUL = kernels.MSL[kernels.MSL.index("// C = A * B"):kernels.MSL.index("// simd_sum within")]
+KERNELS = "#include <metal_stdlib>\nusing namespace metal;\n" + _MATMUL + r"""
 // Two accumulators, and the tile read back by a neighbour after the FMAs.
 kernel void matmul_two_acc(device const float* A [[buffer(0)]], device const float* B [[buffer(1)]],
                            device float* C [[buffer(2)]], constant uint& N [[buffer(3)]],
