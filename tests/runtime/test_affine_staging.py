@@ -43,6 +43,28 @@ kernel void live_column(device const float* x [[buffer(0)]], device float* out [
   out[row * 64 + col] = buf[lid.y][(lid.x + 1) & 15u] * 2.0f;
 }
 
+// r is y plus a uniform, live across the barrier as itself.
+kernel void live_row(device float* out [[buffer(0)]], constant uint& n [[buffer(1)]],
+                     uint2 tg [[threadgroup_position_in_grid]], uint2 lid [[thread_position_in_threadgroup]],
+                     uint2 gsize [[threads_per_grid]]) {
+  threadgroup float buf[8][32];
+  const uint r = tg.y * n + lid.y;
+  buf[lid.y][lid.x] = float(lid.x);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  const uint gy = tg.y * 8 + lid.y, gx = tg.x * 32 + lid.x;
+  out[gy * gsize.x + gx] = float(r) * 1000.0f + buf[lid.y][31 - lid.x];
+}
+
+// The same with y: rows 4..7 wrap when u is 2^32 - 4.
+kernel void wrapping_rows(device float* out [[buffer(0)]], constant uint& u [[buffer(1)]],
+                          uint2 lid [[thread_position_in_threadgroup]]) {
+  threadgroup ulong wide[8][32];
+  const ulong w = ulong(lid.y + u);
+  wide[lid.y][lid.x] = w;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[lid.y * 32 + lid.x] = float(w >> 28) + float(wide[7 - lid.y][lid.x] & 1);
+}
+
 // w = lid + u in 32 bits, widened: with u near 2^32 the 32-bit sum wraps
 // for some threads, so w - lid is not one number: the driver's check must
 // catch it and run the threads one at a time.
@@ -85,9 +107,9 @@ def built(tmp_path_factory):
 def test_the_values_are_staged_as_differences(built):
     _, flags = built
     # live_index's i and wrapping's w (x or lin plus a number: one and the
-    # same in 1-D groups). live_column's live index also holds row, which
-    # differs between rows of x: not staged (a correctness case only).
-    assert sorted(f & 3 for f in flags if f & 3) in ([1, 1], [1, 2])
+    # same in 1-D groups), live_row's r (y plus a number). live_column's
+    # live index mixes rows and columns: not staged (a correctness case).
+    assert sorted(f & 3 for f in flags if f & 3) in ([1, 1, 3, 3], [1, 2, 3, 3])  # and wrapping_rows's w
 
 
 @pytest.mark.parametrize("n,group", [(256, 256), (100, 128), (7, 32)])
@@ -128,4 +150,27 @@ def test_threads_that_disagree_run_one_at_a_time(built, u):
     w = (lid + np.uint64(u)) & np.uint64(0xFFFFFFFF)
     expect = ((w >> np.uint64(28)).astype(np.float32) + (255 - lid).astype(np.float32)
               + (w[::-1] & np.uint64(1)).astype(np.float32))
+    np.testing.assert_array_equal(out, expect)
+
+
+@pytest.mark.parametrize("n", [8, 3, 0])
+def test_live_row(built, n):
+    lib, _ = built
+    out = np.full((16, 64), np.nan, np.float32)
+    lib.live_row(out, n, threads=[64, 16], group_size=[32, 8], arg_casts={1: "int32"})
+    gy, gx = np.mgrid[0:16, 0:64]
+    r = (gy // 8) * n + gy % 8
+    np.testing.assert_array_equal(out, r * 1000.0 + (31 - gx % 32))
+
+
+@pytest.mark.parametrize("u", [0, 2**32 - 4])
+def test_rows_that_disagree_run_one_at_a_time(built, u):
+    lib, _ = built
+    out = np.full(256, np.nan, np.float32)
+    lib.wrapping_rows(out, u - 2**32 if u >= 2**31 else u, threads=[32, 8], group_size=[32, 8],
+                      arg_casts={1: "int32"})
+    y = np.repeat(np.arange(8, dtype=np.uint64), 32)
+    w = (y + np.uint64(u)) & np.uint64(0xFFFFFFFF)
+    expect = (w >> np.uint64(28)).astype(np.float32) + (w.reshape(8, 32)[::-1].reshape(-1) & np.uint64(1)).astype(
+        np.float32)
     np.testing.assert_array_equal(out, expect)

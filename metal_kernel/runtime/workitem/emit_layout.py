@@ -13,10 +13,11 @@ from .emit_steps import staged_at
 from .ir_model import Function
 
 # Uniform::affine (mk/workitem.h): the staged value is the thread's value
-# minus its x or lin (a loop counter at its resume point); INVARIANT: a
+# minus its x or lin (a loop counter at its resume point), or minus its x,
+# lin or y (uniformity.affine_values, at any point); INVARIANT: a
 # value from before the loop of a resume point, which the stage still holds
 # when the same threads come back to the point.
-AFFINE = {"": 0, "x": 1, "lin": 2}
+AFFINE = {"": 0, "x": 1, "lin": 2, "y": 3}
 INVARIANT = 4
 from .prefix_guard import Guard
 

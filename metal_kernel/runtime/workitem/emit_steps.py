@@ -156,7 +156,7 @@ class StepEmitter:
                     lines.append(f"  %{t} = load {self.a.types[v]}, ptr {src}")
                     if staged and v in self.a.affine:
                         # the stage holds v - x (or - lin): this thread's v
-                        tid = _ref(self.fn.x if self.a.affine[v] == "x" else self.fn.lin)
+                        tid = _ref({"x": self.fn.x, "lin": self.fn.lin, "y": self.fn.y}[self.a.affine[v]])
                         ty = self.a.types[v]
                         if ty == "i64":  # thread ids are below 1024: zext is sext
                             wide = self.tmp("r")

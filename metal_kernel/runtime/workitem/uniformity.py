@@ -141,7 +141,7 @@ _ADD = re.compile(r"^(?:add(?: nuw)?(?: nsw)?|or disjoint) i32 (\S+), (\S+)$")
 
 
 def affine_values(analysis: Analysis):
-    """Saved values defined as the thread's x or lin plus a value no thread
+    """Saved values defined as the thread's x, lin or y plus a value no thread
     differs in (`i = tg * n + lid` with n from a buffer, live across a
     barrier): staged as that difference at every cut, like the loop
     counters at their points, so the region code adds the thread id back
@@ -150,7 +150,7 @@ def affine_values(analysis: Analysis):
     checks the difference per run (mk/workitem.h affine_run); where threads
     disagree it runs them one at a time."""
     fn = analysis.fn
-    bases = {fn.x: "x", fn.lin: "lin"}
+    bases = {fn.x: "x", fn.lin: "lin", fn.y: "y"}
     for v in analysis.slot_values:
         ty = analysis.types.get(v)
         if v in analysis.uniform or v in analysis.affine or ty not in ("i32", "i64") or v in analysis.point_only:
@@ -166,9 +166,27 @@ def affine_values(analysis: Analysis):
             continue
         a, b = (_name(t) if t.startswith("%") else None for t in m.groups())
         for base, other, token in ((a, b, m.group(2)), (b, a, m.group(1))):
-            if base in bases and (other is None and re.fullmatch(r"-?\d+", token) or
-                                  other is not None and other not in analysis.varying and other != base):
+            kind = bases.get(_thread_id(fn, base)) if base else None
+            if kind and (other is None and re.fullmatch(r"-?\d+", token) or
+                         other is not None and other not in analysis.varying):
                 analysis.uniform.append(v)
-                analysis.affine[v] = bases[base]
+                analysis.affine[v] = kind
                 analysis.affine_any.add(v)
                 break
+
+
+def _thread_id(fn, name: str) -> str:
+    """`name`, or the thread id it merely copies: `or id, 0` and `trunc
+    (zext id)` (the forms fold_pair_bitcasts leaves for a uint2 id's x and
+    y)."""
+    for _ in range(3):
+        d = fn.defs.get(name)
+        if d is None:
+            return name
+        m = re.match(r"^or i32 (%\S+), 0$", d.rest) or \
+            re.match(r"^trunc(?: nuw| nsw)* i64 (%\S+) to i32$", d.rest) or \
+            re.match(r"^zext(?: nneg)? i32 (%\S+) to i64$", d.rest)
+        if not m:
+            return name
+        name = _name(m.group(1))
+    return name

@@ -186,15 +186,15 @@ struct Uniform {
   uint64_t stage_offset;  // its single copy in the stage block
   uint64_t size;
   // AFFINE_X / AFFINE_LIN: a loop counter at its resume point (4 bytes), or
-  // a value defined as x / lin plus a uniform one (4 or 8 bytes, any point):
-  // what the threads agree on, and the stage holds, is the value minus the
-  // thread's x / lin; the region code adds it back.
+  // a value defined as x / lin / y (AFFINE_Y) plus a uniform one (4 or 8
+  // bytes, any point): what the threads agree on, and the stage holds, is
+  // the value minus the thread's x / lin / y; the region code adds it back.
   // | UNIFORM_INVARIANT: a value from before the loop of a resume point;
   // when the threads that last ran from this point come back to it, the
   // stage still holds it (they restored it from there and left it as it was).
   uint64_t affine;
 };
-enum : uint64_t { AFFINE_NONE = 0, AFFINE_X = 1, AFFINE_LIN = 2, AFFINE_KIND = 3, UNIFORM_INVARIANT = 4 };
+enum : uint64_t { AFFINE_NONE = 0, AFFINE_X = 1, AFFINE_LIN = 2, AFFINE_Y = 3, AFFINE_KIND = 3, UNIFORM_INVARIANT = 4 };
 struct TgAlloc {
   uint64_t slot, size, align;
 };
@@ -255,11 +255,26 @@ inline char* scratch(Run* r, uint64_t need) {
 
 inline uint64_t up64(uint64_t v) { return (v + 63) & ~uint64_t(63); }
 
-// Whether threads [b, e) (of a group `gx` threads wide) hold a[t] = d +
-// x(t) (AFFINE_X) or d + t (AFFINE_LIN) for one d; sets *d. (Where they do
-// not, the caller runs them one at a time: slower, never wrong.)
+// Whether threads [b, e) (of a group `gx` x `gy` threads) hold a[t] = d +
+// x(t) (AFFINE_X), d + t (AFFINE_LIN) or d + y(t) (AFFINE_Y) for one d;
+// sets *d. (Where they do not, the caller runs them one at a time: slower,
+// never wrong.)
 template <typename T>
-inline bool affine_run(const T* a, uint64_t kind, uint32_t gx, uint32_t b, uint32_t e, T* d) {
+inline bool affine_run(const T* a, uint64_t kind, uint32_t gx, uint32_t gy, uint32_t b, uint32_t e, T* d) {
+  if (kind == AFFINE_Y) {
+    uint32_t x = b % gx, y = (b / gx) % gy;
+    const T first = a[b] - T(y);
+    T diff = 0;
+    for (uint32_t t = b; t < e; ++t) {
+      diff |= (a[t] - T(y)) ^ first;
+      if (++x == gx) {
+        x = 0;
+        y = y + 1 == gy ? 0 : y + 1;
+      }
+    }
+    *d = first;
+    return diff == 0;
+  }
   T x = kind == AFFINE_X ? b % gx : b;
   const T first = a[b] - x;
   T diff = 0;
@@ -282,6 +297,7 @@ inline bool affine_run(const T* a, uint64_t kind, uint32_t gx, uint32_t b, uint3
 // point, with its values staged: the invariant ones are in place.
 __attribute__((always_inline)) inline bool stage_uniforms(const Kernel* k, const Sync& s, const char* slots,
                                                           char* stage, uint32_t b, uint32_t e, uint32_t gx,
+                                                          uint32_t gy,
                                                           bool again = false) {
   for (uint32_t i = 0; i < s.num_uniform; ++i) {
     const Uniform& u = k->uniforms[s.first_uniform + i];
@@ -291,11 +307,11 @@ __attribute__((always_inline)) inline bool stage_uniforms(const Kernel* k, const
     if ((u.affine & AFFINE_KIND) != AFFINE_NONE) {
       if (sz == 8) {  // a zext / sext of x or lin plus a uniform (uniformity.affine_values)
         uint64_t d;
-        if (!affine_run(reinterpret_cast<const uint64_t*>(arr), u.affine & AFFINE_KIND, gx, b, e, &d)) return false;
+        if (!affine_run(reinterpret_cast<const uint64_t*>(arr), u.affine & AFFINE_KIND, gx, gy, b, e, &d)) return false;
         memcpy(stage + u.stage_offset, &d, 8);
       } else {
         uint32_t d;
-        if (!affine_run(reinterpret_cast<const uint32_t*>(arr), u.affine & AFFINE_KIND, gx, b, e, &d)) return false;
+        if (!affine_run(reinterpret_cast<const uint32_t*>(arr), u.affine & AFFINE_KIND, gx, gy, b, e, &d)) return false;
         memcpy(stage + u.stage_offset, &d, 4);
       }
       continue;
@@ -371,7 +387,7 @@ inline Summary run_span(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) 
   G.r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(b));
   const bool again = s.kind == SYNC_POINT && resume == G.last_resume && b >= G.last_b && e <= G.last_e;
   G.last_resume = ~0u;
-  if (s.num_uniform == 0 || stage_uniforms(G.k, s, G.slots, G.stage, b, e, G.g->group_size.x, again)) {
+  if (s.num_uniform == 0 || stage_uniforms(G.k, s, G.slots, G.stage, b, e, G.g->group_size.x, G.g->group_size.y, again)) {
     G.last_resume = resume;
     G.last_b = b;
     G.last_e = e;
@@ -381,7 +397,7 @@ inline Summary run_span(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) 
   // one thread at a time.
   Summary mm = kEmpty;
   for (uint32_t t = b; t < e; ++t) {
-    stage_uniforms(G.k, s, G.slots, G.stage, t, t + 1, G.g->group_size.x);
+    stage_uniforms(G.k, s, G.slots, G.stage, t, t + 1, G.g->group_size.x, G.g->group_size.y);
     G.r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(t));
     mm = combine(mm, G.k->loop(G.g, G.slots, G.stage, G.frames, G.st, t, t + 1, resume, nullptr, 0));
   }
@@ -506,7 +522,7 @@ __attribute__((noinline)) inline Summary run_permuted(GroupState& G, uint32_t re
   const uint32_t nspans = e > b ? permuted_spans(G, resume, b, e, spans) : 0;
   G.last_resume = ~0u;  // the stage is about to change
   if (nspans <= 1) return e > b ? combine(mm, run_span(G, resume, b, e)) : mm;
-  if (s.num_uniform == 0 || stage_uniforms(G.k, s, G.slots, G.stage, b, e, G.g->group_size.x)) {
+  if (s.num_uniform == 0 || stage_uniforms(G.k, s, G.slots, G.stage, b, e, G.g->group_size.x, G.g->group_size.y)) {
     G.r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(b));
     return combine(mm, G.k->loop(G.g, G.slots, G.stage, G.frames, G.st, b, e, resume, spans, nspans));
   }
