@@ -35,13 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..runtime.ir import _DEF, _GLOBAL, _LABEL_LINE, _LOCAL, Module, Unsupported, _name, _split_top, parse_call, parse_type
+from ..runtime.ir_layout import Layout
 from . import summarise as S
 from .affine import Analysis, Offset, add, const
 from .cfg import Blocks
 from .debuginfo import DebugInfo, strip_debug
 from .guards import Guards
 from .invariant import tg_invariant
-from .layout import Layout
 from .roots import _DBG_STRIP, _END, Function, Root, _operand_value
 
 # mk/workitem.h: offsets in WiGroup

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from ..runtime.ir import _DEF, _GLOBAL, _LOCAL, Unsupported, _name, _split_top, parse_call, parse_type
-from .layout import Layout
+from ..runtime.ir_layout import Layout
 
 GROUP_INFO = 0xFFFFFFFF  # MK_TG_GROUP_INFO (mk/abi.h)
 _DBG_STRIP = re.compile(r",\s*!dbg !\d+")

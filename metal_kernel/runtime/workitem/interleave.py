@@ -37,7 +37,8 @@ from __future__ import annotations
 import heapq
 import re
 
-from ..ir import _split_top
+from ..ir import Unsupported, _split_top
+from ..ir_layout import Layout
 
 MIN_CHAIN = 8  # floating-point operations in a chain worth interleaving
 
@@ -62,46 +63,17 @@ _GEP = re.compile(r"^getelementptr (?:inbounds )?(?:nuw )?(?:nusw )?(.+?), ptr (
 
 
 # ------------------------------------------------------------- data layout --
-_SCALAR = {"i1": (1, 1), "i8": (1, 1), "i16": (2, 2), "i32": (4, 4), "i64": (8, 8), "half": (2, 2),
-           "bfloat": (2, 2), "float": (4, 4), "double": (8, 8), "ptr": (8, 8)}
-
-
-def _layout(ty: str) -> tuple[int, int] | None:
-    """(size, alignment) in bytes of an IR type on x86-64, or None."""
-    ty = ty.strip()
-    if ty in _SCALAR:
-        return _SCALAR[ty]
-    m = re.fullmatch(r"\[(\d+) x (.+)\]", ty)
-    if m:
-        el = _layout(m.group(2))
-        return None if el is None else (int(m.group(1)) * _round(*el), el[1])
-    m = re.fullmatch(r"<(\d+) x (.+)>", ty)
-    if m:
-        el = _layout(m.group(2)) if m.group(2) != "i1" else None  # i1 vectors are bits
-        if el is None:
-            return None
-        size = int(m.group(1)) * el[0]
-        align = 1 << max(0, (size - 1).bit_length())  # vectors align to their size, a power of two
-        return _round(size, align), align
-    return None
-
-
-def _round(size: int, align: int) -> int:
-    return (size + align - 1) // align * align
-
-
-def _field_offsets(body: str) -> list[tuple[int, int]] | None:
-    """[(start, end)] byte ranges of a struct's fields, or None."""
-    out, at, top = [], 0, 1
-    for f in _split_top(body):
-        lay = _layout(f)
-        if lay is None:
-            return None
-        at = _round(at, lay[1])
-        out.append((at, at + lay[0]))
-        at += lay[0]
-        top = max(top, lay[1])
-    return out
+def _field_ranges(layout: Layout, name: str) -> list[tuple[int, int]] | None:
+    """[(start, end)] byte ranges of the struct type `name`'s fields, or None."""
+    ranges = []
+    try:
+        body = layout.named[name]
+        for k in range(len(_split_top(body.strip()[1:-1]))):
+            off, member = layout.field(f"%{name}", k)
+            ranges.append((off, off + layout.size_align(member)[0]))
+    except (Unsupported, KeyError):
+        return None
+    return ranges
 
 
 # ------------------------------------------------------------ memory roots --
@@ -313,9 +285,9 @@ def _interleave_function(fn: list[str], sig: str, types: dict[str, str]) -> tupl
     slots = "%slots" if "%slots" in params else None
     # The slot struct of kernel n is %mk.slots.n (emit_layout.py).
     n = re.search(r"@__mk_wiloop_(\d+)\(", fn[0]).group(1)
-    name = f"%mk.slots.{n}"
-    offsets = _field_offsets(types[name]) if name in types else None
-    fields = {name: offsets} if offsets is not None else {}
+    layout = Layout({k[1:]: f"{{ {body} }}" for k, body in types.items()})
+    offsets = _field_ranges(layout, f"mk.slots.{n}")
+    fields = {f"%mk.slots.{n}": offsets} if offsets is not None else {}
     defs = {}
     for ln in fn[1:-1]:
         m = _DEF.match(ln)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from ..runtime.ir import Unsupported, _name, _split_top
+from .ir import Unsupported, _name, _split_top
+
 
 def _pow2_ceil(v: int) -> int:
     p = 1
