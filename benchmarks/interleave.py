@@ -29,28 +29,11 @@ import kernels
 import standalone
 from timing import alternate, summary
 
-import metal_kernel
-
 N = 512  # the matmul's size
 COLUMNS = 1024
 ROWS = (1 << 23) // COLUMNS
 GROUP = 256
 BUILDS = (("interleaved", "1"), ("LLVM's order", "0"))
-
-
-def build(which: str) -> dict[str, object]:
-    libs = {}
-    saved = os.environ.get("METAL_KERNEL_INTERLEAVE")
-    try:
-        for label, value in BUILDS:
-            os.environ["METAL_KERNEL_INTERLEAVE"] = value  # read at compile time, part of the cache key
-            libs[label] = metal_kernel.compile_shader(kernels.LIBRARIES[which])
-    finally:
-        if saved is None:
-            os.environ.pop("METAL_KERNEL_INTERLEAVE", None)
-        else:
-            os.environ["METAL_KERNEL_INTERLEAVE"] = saved
-    return libs
 
 
 def matmul(lib):
@@ -87,7 +70,7 @@ CASES = {"16x16-tiled matmul 512^3": ("main", matmul), f"row softmax {ROWS}x{COL
 def measure(repeat: int) -> list[dict]:
     rows = []
     for title, (which, make) in CASES.items():
-        libs = build(which)
+        libs = standalone.builds(kernels.LIBRARIES[which], "METAL_KERNEL_INTERLEAVE", dict(BUILDS))
         calls, outs = {}, []
         for label, lib in libs.items():
             call, out, check = make(lib)

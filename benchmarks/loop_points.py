@@ -29,27 +29,9 @@ import kernels
 import standalone
 from timing import alternate, summary
 
-import metal_kernel
-
 ELEMENTS = 1 << 23
 COLUMNS = (256, 1024, 16384)
 GROUP = 256
-
-
-def libraries(which: str) -> dict[str, object]:
-    """The kernel library built with points and without."""
-    libs = {}
-    saved = os.environ.get("METAL_KERNEL_LOOP_POINTS")
-    try:
-        for label, value in (("points", "1"), ("no points", "0")):
-            os.environ["METAL_KERNEL_LOOP_POINTS"] = value  # read at compile time, part of the cache key
-            libs[label] = metal_kernel.compile_shader(kernels.LIBRARIES[which])
-    finally:
-        if saved is None:
-            os.environ.pop("METAL_KERNEL_LOOP_POINTS", None)
-        else:
-            os.environ["METAL_KERNEL_LOOP_POINTS"] = saved
-    return libs
 
 
 def softmax_calls(lib, rows: int, cols: int):
@@ -73,7 +55,8 @@ CASES = {"row softmax": ("softmax", softmax_calls), "layer norm": ("layernorm", 
 def measure(repeat: int) -> list[dict]:
     rows_out = []
     for title, (which, make) in CASES.items():
-        libs = libraries(which)
+        libs = standalone.builds(kernels.LIBRARIES[which], "METAL_KERNEL_LOOP_POINTS",
+                                 {"points": "1", "no points": "0"})
         for cols in COLUMNS:
             rows = ELEMENTS // cols
             calls = {}

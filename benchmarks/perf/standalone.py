@@ -12,6 +12,8 @@ from pathlib import Path
 
 import machine
 
+import metal_kernel
+
 
 def main(doc: str, measure: Callable[[int], list[dict]], table: Callable[[list[dict]], str],
          repeat: int, repeat_help: str, extra: dict | None = None, argv=None) -> int:
@@ -32,3 +34,21 @@ def main(doc: str, measure: Callable[[int], list[dict]], table: Callable[[list[d
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
         print(f"wrote {args.json}")
     return 0
+
+
+def builds(source: str, switch: str, settings: dict[str, str]) -> dict[str, object]:
+    """`source` compiled once per setting of the environment switch `switch`
+    (read at compile time, part of the cache key): {label: library}, for
+    scripts that time a runtime feature against its absence in one process."""
+    libs = {}
+    saved = os.environ.get(switch)
+    try:
+        for label, value in settings.items():
+            os.environ[switch] = value
+            libs[label] = metal_kernel.compile_shader(source)
+    finally:
+        if saved is None:
+            os.environ.pop(switch, None)
+        else:
+            os.environ[switch] = saved
+    return libs

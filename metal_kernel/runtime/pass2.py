@@ -337,22 +337,27 @@ def _add_streaming(text: str, kernels: list[KernelEntry]) -> str:
 
 
 # ------------------------------------------------------ work-item loops --
+def _switched_on(name: str) -> bool:
+    """An on/off environment switch that defaults to on."""
+    return os.environ.get(name, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 def workitem_enabled() -> bool:
     """$METAL_KERNEL_WORKITEM_LOOPS=0 keeps every synchronising kernel on
     fibers (part of the cache key)."""
-    return os.environ.get("METAL_KERNEL_WORKITEM_LOOPS", "1").strip().lower() not in ("0", "false", "no", "off")
+    return _switched_on("METAL_KERNEL_WORKITEM_LOOPS")
 
 
 def loop_points_enabled() -> bool:
     """$METAL_KERNEL_LOOP_POINTS=0 leaves strided loops inside regions to
     run thread after thread (workitem/loop_points.py; part of the cache key)."""
-    return os.environ.get("METAL_KERNEL_LOOP_POINTS", "1").strip().lower() not in ("0", "false", "no", "off")
+    return _switched_on("METAL_KERNEL_LOOP_POINTS")
 
 
 def interleave_enabled() -> bool:
     """$METAL_KERNEL_INTERLEAVE=0 leaves the loop functions' blocks in
     LLVM's order (workitem/interleave.py; part of the cache key)."""
-    return os.environ.get("METAL_KERNEL_INTERLEAVE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return _switched_on("METAL_KERNEL_INTERLEAVE")
 
 
 def _workitem_debug() -> bool:
