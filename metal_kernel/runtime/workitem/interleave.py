@@ -39,6 +39,7 @@ import re
 
 from ..ir import Unsupported, _split_top
 from ..ir_layout import Layout
+from .ir_model import NO_MEMORY_INTRINSICS
 
 MIN_CHAIN = 8  # floating-point operations in a chain worth interleaving
 
@@ -51,11 +52,7 @@ _TYPE_DEF = re.compile(r"^(%[-\w.$]+) = type \{ (.*) \}$", re.MULTILINE)
 
 # Calls without memory effects (the intrinsics an optimised kernel uses in
 # arithmetic); any other call is a barrier to memory reordering.
-_PURE_CALL = re.compile(
-    r"@llvm\.(fmuladd|fma|fabs|sqrt|minnum|maxnum|minimum|maximum|copysign|floor|ceil|trunc|rint|round|"
-    r"roundeven|nearbyint|smax|smin|umax|umin|abs|ctpop|ctlz|cttz|fshl|fshr|bswap|bitreverse|"
-    r"vector\.reduce\.\w+|[su]add\.with\.overflow|[su]sub\.with\.overflow|[su]mul\.with\.overflow|"
-    r"[su]add\.sat|[su]sub\.sat|experimental\.constrained\.\w+)\.")
+_PURE_CALL = re.compile(rf"@llvm\.({'|'.join(NO_MEMORY_INTRINSICS)})\.")
 _FP_CALL = re.compile(r"@llvm\.(fmuladd|fma)\.")
 _FP_OP = re.compile(r"^(fadd|fsub|fmul)\b")
 _PTR_OPERAND = re.compile(r", ptr ([%@][-\w.$]+)")

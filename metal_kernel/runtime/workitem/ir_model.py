@@ -17,9 +17,19 @@ _PURE_OPS = {
     "addrspacecast", "getelementptr", "select", "extractelement", "insertelement",
     "shufflevector", "extractvalue", "insertvalue",
 }
-_PURE_INTRINSIC = re.compile(
-    r"llvm\.(umin|umax|smin|smax|abs|fshl|fshr|ctpop|ctlz|cttz|bswap|bitreverse|fabs|copysign|"
-    r"minnum|maxnum|minimum|maximum|uadd\.sat|usub\.sat|sadd\.sat|ssub\.sat|fmuladd|fma)\.")
+# LLVM intrinsics without memory effects, as name patterns: the cheap ones
+# a value may be recomputed through after a cut (analysis.can_remat), and
+# the further ones (square roots, roundings, reductions, overflow checks)
+# that the interleaving may move past memory operations (interleave.py).
+CHEAP_INTRINSICS = (
+    "umin", "umax", "smin", "smax", "abs", "fshl", "fshr", "ctpop", "ctlz", "cttz", "bswap", "bitreverse",
+    "fabs", "copysign", "minnum", "maxnum", "minimum", "maximum", r"[su]add\.sat", r"[su]sub\.sat",
+    "fmuladd", "fma")
+NO_MEMORY_INTRINSICS = CHEAP_INTRINSICS + (
+    "sqrt", "floor", "ceil", "trunc", "rint", "round", "roundeven", "nearbyint", r"vector\.reduce\.\w+",
+    r"[su]add\.with\.overflow", r"[su]sub\.with\.overflow", r"[su]mul\.with\.overflow",
+    r"experimental\.constrained\.\w+")
+_PURE_INTRINSIC = re.compile(rf"llvm\.({'|'.join(CHEAP_INTRINSICS)})\.")
 _BINOPS = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "udiv", "sdiv", "urem",
            "srem", "fadd", "fsub", "fmul", "fdiv", "frem"}
 _CASTS = {"trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp", "sitofp",
@@ -169,3 +179,44 @@ class Function:
         # counter's next value and the thread id it is affine in ("x", "lin").
         self.point_ivs: dict[str, tuple[str, str]] = {}
         self.point_loops: dict[str, set[str]] = {}  # and the blocks of its loop
+
+
+def same_value(fn: Function, v: str) -> str:
+    """The value v merely copies, followed back: `or i32 a, 0` (or `add`),
+    `trunc (zext i32 a)`, and the low half of a packed pair, `trunc (bitcast
+    <2 x i32> (insertelement (insertelement poison, a, 0), b, 1) to i64)`:
+    clang passes a uint2 thread position around as that pair, which
+    fold_pair_bitcasts turns into `or a, 0`. Else v itself."""
+    for _ in range(8):
+        d = fn.defs.get(v)
+        if d is None:
+            return v
+        same = re.match(r"^(?:or|add)(?: disjoint)? i32 (%\S+), 0$", d.rest)
+        wide = re.match(r"^trunc(?: nuw| nsw)* i64 (%\S+) to i32$", d.rest)
+        w = fn.defs.get(_name(wide.group(1))) if wide else None
+        ext = re.match(r"^zext(?: nneg)? i32 (%\S+) to i64$", w.rest) if w else None
+        src = same or ext
+        nxt = _name(src.group(1)) if src else _pair_low(fn, w) if w else None
+        if nxt is None:
+            return v
+        v = nxt
+    return v
+
+
+def _pair_low(fn: Function, cast: Inst) -> str | None:
+    """Element 0 of `bitcast <2 x i32> %vec to i64` when %vec is built by
+    insertelements with a named element 0."""
+    if cast.op != "bitcast" or not re.match(r"^bitcast <2 x i32> %\S+ to i64$", cast.rest) or not cast.uses:
+        return None
+    vec = cast.uses[0]
+    while True:
+        e = fn.defs.get(vec)
+        m = re.match(r"^insertelement <2 x i32> (\S+), i32 (\S+), i(?:32|64) (\d+)$",
+                     e.rest) if e is not None and e.op == "insertelement" else None
+        if m is None:
+            return None
+        if m.group(3) == "0":
+            return _name(m.group(2)) if m.group(2).startswith("%") else None
+        if not m.group(1).startswith("%"):
+            return None
+        vec = _name(m.group(1))

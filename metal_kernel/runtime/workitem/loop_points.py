@@ -34,7 +34,7 @@ import re
 from ..dominators import dominates, immediate_dominators
 from ..ir import _name, _ref
 from .abi import POINT_FLAGS, SYNC_MARKERS
-from .ir_model import _PURE_OPS, Block, Function, Inst, branch_targets, phi_incoming
+from .ir_model import _PURE_OPS, Block, Function, Inst, branch_targets, phi_incoming, same_value
 
 
 def _succs(blk: Block) -> list[str]:
@@ -191,7 +191,7 @@ def _base(fn: Function, start: str, threads: _Threads) -> str | None:
     thread has the same."""
     if not start.startswith("%"):
         return None
-    s = _element0(fn, _name(start))
+    s = same_value(fn, _name(start))
     ids = {fn.x: "x", fn.lin: "lin"}
     if s in ids:
         return ids[s]
@@ -200,35 +200,7 @@ def _base(fn: Function, start: str, threads: _Threads) -> str | None:
         return None
     ops = _operands(d)
     for a, b in (ops, ops[::-1]) if ops else ():
-        if a.startswith("%") and _element0(fn, _name(a)) in ids and \
+        if a.startswith("%") and same_value(fn, _name(a)) in ids and \
                 (not b.startswith("%") or threads.same_in_all(_name(b))):
-            return ids[_element0(fn, _name(a))]
+            return ids[same_value(fn, _name(a))]
     return None
-
-
-def _element0(fn: Function, v: str) -> str:
-    """v itself, or the value it is when v is the low half of a packed pair:
-    clang passes a uint2 thread position around as `trunc (bitcast <2 x i32>
-    (insertelement (insertelement poison, x, 0), y, 1) to i64)`, which
-    fold_pair_bitcasts turns into `or x, 0`."""
-    d = fn.defs.get(v)
-    m = re.match(r"\s*(?:or|add)\s+(?:disjoint\s+)?i32\s+(%\S+),\s*0\s*$", d.rest) if d is not None else None
-    if m:  # what fold_pair_bitcasts makes of the pair
-        return _element0(fn, _name(m.group(1)))
-    if d is None or d.op != "trunc" or not re.match(r"\s*trunc\s+i64\s+%\S+\s+to\s+i32\s*$", d.rest):
-        return v
-    b = fn.defs.get(d.uses[0]) if d.uses else None
-    if b is None or b.op != "bitcast" or not re.match(r"\s*bitcast\s+<2 x i32>\s", b.rest) or not b.uses:
-        return v
-    vec = b.uses[0]
-    while True:
-        e = fn.defs.get(vec)
-        m = re.match(r"\s*insertelement\s+<2 x i32>\s+(\S+),\s*i32\s+(\S+),\s*i(?:32|64)\s+(\d+)\s*$",
-                     e.rest) if e is not None and e.op == "insertelement" else None
-        if m is None:
-            return v
-        if m.group(3) == "0":
-            return _name(m.group(2)) if m.group(2).startswith("%") else v
-        if not m.group(1).startswith("%"):
-            return v
-        vec = _name(m.group(1))

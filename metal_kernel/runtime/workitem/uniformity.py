@@ -9,7 +9,7 @@ import re
 from ..dominators import immediate_dominators
 from ..ir import _name
 from .analysis import Analysis
-from .ir_model import phi_incoming
+from .ir_model import phi_incoming, same_value
 
 
 def uniform_candidates(analysis: Analysis):
@@ -166,27 +166,10 @@ def affine_values(analysis: Analysis):
             continue
         a, b = (_name(t) if t.startswith("%") else None for t in m.groups())
         for base, other, token in ((a, b, m.group(2)), (b, a, m.group(1))):
-            kind = bases.get(_thread_id(fn, base)) if base else None
+            kind = bases.get(same_value(fn, base)) if base else None
             if kind and (other is None and re.fullmatch(r"-?\d+", token) or
                          other is not None and other not in analysis.varying):
                 analysis.uniform.append(v)
                 analysis.affine[v] = kind
                 analysis.affine_any.add(v)
                 break
-
-
-def _thread_id(fn, name: str) -> str:
-    """`name`, or the thread id it merely copies: `or id, 0` and `trunc
-    (zext id)` (the forms fold_pair_bitcasts leaves for a uint2 id's x and
-    y)."""
-    for _ in range(3):
-        d = fn.defs.get(name)
-        if d is None:
-            return name
-        m = re.match(r"^or i32 (%\S+), 0$", d.rest) or \
-            re.match(r"^trunc(?: nuw| nsw)* i64 (%\S+) to i32$", d.rest) or \
-            re.match(r"^zext(?: nneg)? i32 (%\S+) to i64$", d.rest)
-        if not m:
-            return name
-        name = _name(m.group(1))
-    return name
