@@ -50,6 +50,39 @@ def compile_with_ir():
     return compile
 
 
+@pytest.fixture(scope="module")
+def compile_with_flags(tmp_path_factory):
+    """compile(source) -> (library, [(type, flags)] of the staged values
+    in its descriptors: Uniform's size type and its `affine` field,
+    mk/workitem.h), compiled into a new cache directory."""
+    import re
+
+    from metal_kernel.runtime import workitem
+
+    def compile(source):
+        flags = []
+        original = workitem.transform
+
+        def spy(text, syms, **kw):
+            result = original(text, syms, **kw)
+            flags.extend((t, int(f)) for t, f in re.findall(
+                r"getelementptr \(([\w.]+), ptr null, i32 1\) to i64\), i64 (\d+) \}", result.text))
+            return result
+
+        mp = pytest.MonkeyPatch()
+        try:
+            mp.setattr(workitem, "transform", spy)
+            mp.setenv("METAL_KERNEL_CACHE_DIR", str(tmp_path_factory.mktemp("flags")))
+            lib = metal_kernel.compile_shader(source)
+            name = re.search(r"kernel void (\w+)", source).group(1)
+            assert getattr(lib, name) is not None  # built now, with the spy in place
+        finally:
+            mp.undo()
+        return lib, flags
+
+    return compile
+
+
 @pytest.fixture
 def build_for_avx2(monkeypatch):
     """build_for_avx2(): the compiles that follow target x86-64-v3 (AVX2,

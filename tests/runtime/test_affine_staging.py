@@ -7,13 +7,9 @@ staged values in the descriptor, and with a value whose difference is not
 the same in every thread (64-bit, wrapping in 32), which the driver must
 catch and run thread by thread."""
 
-import re
 
 import numpy as np
 import pytest
-
-import metal_kernel
-from metal_kernel.runtime import workitem
 
 SOURCE = r"""
 #include <metal_stdlib>
@@ -82,26 +78,11 @@ kernel void wrapping(device float* out [[buffer(0)]], constant uint& u [[buffer(
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(compile_with_flags):
     """The library, and the affine flags of the staged values in each
     kernel's descriptor."""
-    flags = []
-    original = workitem.transform
-
-    def spy(text, syms, **kw):
-        result = original(text, syms, **kw)
-        flags.extend(int(f) for f in re.findall(r"%mk\.WiUniform \{.*?, i64 (\d+) \}", result.text))
-        return result
-
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.setattr(workitem, "transform", spy)
-        mp.setenv("METAL_KERNEL_CACHE_DIR", str(tmp_path_factory.mktemp("affine")))
-        lib = metal_kernel.compile_shader(SOURCE)
-        assert lib.live_index is not None  # built now, with the spy in place
-    finally:
-        mp.undo()
-    return lib, flags
+    lib, flags = compile_with_flags(SOURCE)
+    return lib, [f for _, f in flags]
 
 
 def test_the_values_are_staged_as_differences(built):

@@ -32,7 +32,8 @@ For each per-thread function this module
    (structure of arrays, ``[1024 x T]`` per value); saved values a simple
    divergence analysis finds uniform are additionally read from a stage
    block the driver fills once per run (after checking that all threads
-   agree), which keeps them loop-invariant;
+   agree, unless run_invariance.py proved they do), which keeps them
+   loop-invariant;
 3. privatises the allocas whose contents (or addresses) live across a cut:
    they move to a per-thread frame; the others stay on the stack;
 4. demotes every value live across a cut to a stack slot (reg2mem: store at

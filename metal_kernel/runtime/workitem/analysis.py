@@ -38,6 +38,9 @@ class Analysis:
         # cut (uniformity.affine_values; also in affine_any).
         self.affine: dict[str, str] = {}
         self.affine_any: set[str] = set()
+        # (sync id, value): staged values every thread of a call computes
+        # alike, whose check the driver may skip there (run_invariance.py).
+        self.run_invariant: set[tuple[int, str]] = set()
 
     def liveness(self):
         """live_in per block (phi defs excluded; phi uses on their edges)."""
@@ -122,6 +125,13 @@ class Analysis:
         recomputed)."""
         return v in self.slot_values and (v not in self.point_only or sp.kind == "point")
 
+    def staged_at(self, sp, v: str) -> bool:
+        """Whether live value v is read from the stage block after point sp:
+        a uniform value anywhere, a loop counter (affine) only at its own
+        resume point, x or lin plus a uniform value (affine_any) anywhere."""
+        return v in self.uniform and self.saved_at(sp, v) and \
+            (v not in self.affine or sp.kind == "point" or v in self.affine_any)
+
     def _costly_remat(self, v: str) -> bool:
         """Whether recomputing v takes a division, a remainder or a call
         (square roots and the like)."""
@@ -140,13 +150,15 @@ class Analysis:
             work += d.uses
         return False
 
-    def _inv_addr(self, p: str) -> bool:
+    def invariant_address(self, p: str) -> bool:
+        """p points into the WiGroup `g` (its geometry, buffer addresses,
+        threadgroup allocations' addresses: immutable while the group runs)."""
         if p == self.fn.g or p.startswith("mk.tgp"):
             return True
         d = self.fn.defs.get(p)
         if d is None or d.op != "getelementptr" or len(d.uses) != 1:
             return False
-        return self._inv_addr(d.uses[0])
+        return self.invariant_address(d.uses[0])
 
     def can_remat(self, v: str) -> bool:
         count: set[str] = set()
@@ -164,7 +176,7 @@ class Analysis:
                 if d.op in _PURE_OPS:
                     res = all(ok(u) for u in d.uses)
                 elif d.op == "load" and not re.search(r"\b(volatile|atomic)\b", d.text):
-                    res = len(d.uses) == 1 and self._inv_addr(d.uses[0])
+                    res = len(d.uses) == 1 and self.invariant_address(d.uses[0])
                 elif d.op == "call" and d.call is not None and d.call.callee.startswith("@") \
                         and _PURE_INTRINSIC.match(_name(d.call.callee)):
                     res = all(ok(u) for u in d.uses)

@@ -22,6 +22,23 @@ from .abi import (
 from .ir_model import _TERMINATORS, Block, Function, Inst, SyncPoint, branch_targets
 
 
+def region_blocks(fn: Function, start: str) -> set[str]:
+    """The blocks of the region entered at `start` (a step function's):
+    those reachable from it without passing a cut."""
+    seen = {start}
+    work = [start]
+    while work:
+        b = work.pop()
+        blk = fn.blocks[b]
+        if blk.sync:
+            continue  # the cut ends the region
+        for s in blk.succs:
+            if s not in seen:
+                seen.add(s)
+                work.append(s)
+    return seen
+
+
 class Cutter:
     """Rewrites `fn` in place: lowers the markers, builds the CFG, orders
     the sync points."""

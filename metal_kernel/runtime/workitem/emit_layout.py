@@ -9,7 +9,6 @@ import re
 from ..ir import Unsupported, parse_type
 from .abi import MAX_THREADS
 from .analysis import Analysis
-from .emit_steps import staged_at
 from .ir_model import Function
 
 # Uniform::affine (mk/workitem.h): the staged value is the thread's value
@@ -19,6 +18,10 @@ from .ir_model import Function
 # when the same threads come back to the point.
 AFFINE = {"": 0, "x": 1, "lin": 2, "y": 3}
 INVARIANT = 4
+# RUN_INVARIANT: every thread of a call of each region that reaches the
+# point saves the same bits (run_invariance.py): for threads that all left
+# one call there, the driver copies the first thread's bits unchecked.
+RUN_INVARIANT = 8
 from .prefix_guard import Guard
 
 
@@ -83,12 +86,14 @@ def descriptor_text(fn: Function, analysis: Analysis, guards: dict[int, Guard] |
     for k, sp in enumerate(fn.syncs, 1):
         first = len(uniforms)
         for v in sp.live:
-            if v in stage_idx and staged_at(analysis, sp, v):
+            if v in stage_idx and analysis.staged_at(sp, v):
                 anywhere = sp.kind == "point" or v in analysis.affine_any
                 affine = AFFINE.get(analysis.affine.get(v, "") if anywhere else "", 0)
                 loop = fn.point_loops.get(sp.block) if sp.kind == "point" else None
                 if loop is not None and v not in analysis.affine and fn.defs[v].block not in loop:
                     affine |= INVARIANT
+                if (sp.id, v) in analysis.run_invariant:
+                    affine |= RUN_INVARIANT
                 uniforms.append(f"%mk.WiUniform {{ {off(S, slot_idx[v])}, {off(T, stage_idx[v])}, "
                                 f"{size(analysis.types[v])}, i64 {affine} }}")
         kind = {"barrier": 1, "simd": 2, "point": 3}[sp.kind]

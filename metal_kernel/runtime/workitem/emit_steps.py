@@ -11,17 +11,10 @@ import re
 from ..ir import _DEF, _LOCAL, Unsupported, _name, _ref, parse_type
 from .abi import DONE, WIGROUP_SIZE, WIGROUP_TG_ALLOCS
 from .analysis import Analysis
+from .cut import region_blocks
 from .value_types import skip_flags
 
 _SAVE = "save"  # StepEmitter: a save at a cut, decided per step function
-
-
-def staged_at(a: Analysis, sp, v: str) -> bool:
-    """Whether live value v is read from the stage block after point sp:
-    a uniform value anywhere, a loop counter (Analysis.affine) only at its
-    own resume point, x or lin plus a uniform value (Analysis.affine_any)
-    anywhere."""
-    return v in a.uniform and a.saved_at(sp, v) and (v not in a.affine or sp.kind == "point" or v in a.affine_any)
 
 
 def _stack_slot(v: str) -> str:
@@ -151,7 +144,7 @@ class StepEmitter:
             for v in sp.live:
                 if self.a.saved_at(sp, v):
                     t = self.tmp("r")
-                    staged = staged_at(self.a, sp, v)
+                    staged = self.a.staged_at(sp, v)
                     src = f"%mk.ua.{v}" if staged else f"%mk.sa.{v}"
                     lines.append(f"  %{t} = load {self.a.types[v]}, ptr {src}")
                     if staged and v in self.a.affine:
@@ -224,7 +217,7 @@ class StepEmitter:
                   "ptr %mk.slots, ptr %mk.stage, ptr %mk.frames, "
                   f"i32 {_ref(self.fn.x)}, i32 {_ref(self.fn.y)}, i32 {_ref(self.fn.z)}, i32 {_ref(self.fn.lin)}")
         start = self.fn.entry if k == 0 else self.fn.syncs[k - 1].cont
-        reach = self._reachable(start)
+        reach = region_blocks(self.fn, start)
         ex = set()
         for lb in reach:
             blk = self.fn.blocks[lb]
@@ -331,20 +324,6 @@ class StepEmitter:
         if not kept:
             raise Unsupported("phi without a predecessor in a step function")
         return text[:j] + " " + ", ".join(kept)
-
-    def _reachable(self, start: str) -> set[str]:
-        seen = {start}
-        work = [start]
-        while work:
-            b = work.pop()
-            blk = self.fn.blocks[b]
-            if blk.sync:
-                continue  # the cut ends the region
-            for s in blk.succs:
-                if s not in seen:
-                    seen.add(s)
-                    work.append(s)
-        return seen
 
     def _emit_remat(self, v: str, memo: dict[str, str], lines: list[str]) -> str:
         if v in self.a.avail or v.startswith("mk.tgp"):

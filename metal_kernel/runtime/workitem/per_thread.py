@@ -19,6 +19,7 @@ from .loop_points import insert as insert_loop_points
 from .parse import parse
 from .prefix_guard import Guard, prefix_guard, step_functions
 from .privatise import Privatisation
+from .run_invariance import run_invariant
 from .uniformity import affine_counters, affine_values, uniform_candidates
 
 
@@ -103,6 +104,7 @@ class PerThread:
         uniform_candidates(self.analysis)
         affine_counters(self.analysis)
         affine_values(self.analysis)
+        run_invariant(self.analysis)
 
     # ------------------------------------------------------------ emit --
     def emit(self) -> list[str]:

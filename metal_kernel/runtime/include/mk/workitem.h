@@ -192,9 +192,16 @@ struct Uniform {
   // | UNIFORM_INVARIANT: a value from before the loop of a resume point;
   // when the threads that last ran from this point come back to it, the
   // stage still holds it (they restored it from there and left it as it was).
+  // | UNIFORM_RUN_INVARIANT: every thread of one call of a region that
+  // reaches the point saves the same bits (runtime/workitem/run_invariance.py):
+  // for threads that all left one call at the point, thread b's bits are
+  // everyone's, uncompared.
   uint64_t affine;
 };
-enum : uint64_t { AFFINE_NONE = 0, AFFINE_X = 1, AFFINE_LIN = 2, AFFINE_Y = 3, AFFINE_KIND = 3, UNIFORM_INVARIANT = 4 };
+enum : uint64_t {
+  AFFINE_NONE = 0, AFFINE_X = 1, AFFINE_LIN = 2, AFFINE_Y = 3, AFFINE_KIND = 3,
+  UNIFORM_INVARIANT = 4, UNIFORM_RUN_INVARIANT = 8
+};
 struct TgAlloc {
   uint64_t slot, size, align;
 };
@@ -298,12 +305,16 @@ inline bool affine_run(const T* a, uint64_t kind, uint32_t gx, uint32_t gy, uint
 __attribute__((always_inline)) inline bool stage_uniforms(const Kernel* k, const Sync& s, const char* slots,
                                                           char* stage, uint32_t b, uint32_t e, uint32_t gx,
                                                           uint32_t gy,
-                                                          bool again = false) {
+                                                          bool again = false, bool one_call = false) {
   for (uint32_t i = 0; i < s.num_uniform; ++i) {
     const Uniform& u = k->uniforms[s.first_uniform + i];
     if (again && (u.affine & UNIFORM_INVARIANT)) continue;
     const char* arr = slots + u.slot_offset;
     const uint64_t sz = u.size;
+    if (one_call && (u.affine & UNIFORM_RUN_INVARIANT)) {
+      memcpy(stage + u.stage_offset, arr + b * sz, sz);
+      continue;
+    }
     if ((u.affine & AFFINE_KIND) != AFFINE_NONE) {
       if (sz == 8) {  // a zext / sext of x or lin plus a uniform (uniformity.affine_values)
         uint64_t d;
@@ -355,6 +366,11 @@ struct GroupState {
   // The last run_span that staged its point's values for the whole span
   // (resume point, threads), or last_resume ~0: see stage_uniforms' `again`.
   uint32_t last_resume, last_b, last_e;
+  // The point every live thread of the last region call [left_b, left_e)
+  // left it at, if nothing ran since (else left_at ~0): a run there within
+  // those threads skips the check of run-invariant values (stage_uniforms'
+  // `one_call`).
+  uint32_t left_at, left_b, left_e;
 };
 
 inline Summary combine(Summary a, Summary b) {
@@ -387,11 +403,24 @@ inline Summary run_span(GroupState& G, uint32_t resume, uint32_t b, uint32_t e) 
   G.r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(b));
   const bool again = s.kind == SYNC_POINT && resume == G.last_resume && b >= G.last_b && e <= G.last_e;
   G.last_resume = ~0u;
-  if (s.num_uniform == 0 || stage_uniforms(G.k, s, G.slots, G.stage, b, e, G.g->group_size.x, G.g->group_size.y, again)) {
+#ifdef MK_CHECK
+  const bool one_call = false;  // checked builds compare every thread's bits
+#else
+  const bool one_call = resume == G.left_at && b >= G.left_b && e <= G.left_e;
+#endif
+  G.left_at = ~0u;
+  if (s.num_uniform == 0 ||
+      stage_uniforms(G.k, s, G.slots, G.stage, b, e, G.g->group_size.x, G.g->group_size.y, again, one_call)) {
     G.last_resume = resume;
     G.last_b = b;
     G.last_e = e;
-    return G.k->loop(G.g, G.slots, G.stage, G.frames, G.st, b, e, resume, nullptr, 0);
+    const Summary m = G.k->loop(G.g, G.slots, G.stage, G.frames, G.st, b, e, resume, nullptr, 0);
+    if (uint32_t(m.states) == uint32_t(m.states >> 32)) {  // every live thread at one point
+      G.left_at = uint32_t(m.states);
+      G.left_b = b;
+      G.left_e = e;
+    }
+    return m;
   }
   // The threads disagree on a value the region code reads once per run:
   // one thread at a time.
@@ -521,6 +550,7 @@ __attribute__((noinline)) inline Summary run_permuted(GroupState& G, uint32_t re
   uint32_t spans[kMaxSpans];
   const uint32_t nspans = e > b ? permuted_spans(G, resume, b, e, spans) : 0;
   G.last_resume = ~0u;  // the stage is about to change
+  G.left_at = ~0u;
   if (nspans <= 1) return e > b ? combine(mm, run_span(G, resume, b, e)) : mm;
   if (s.num_uniform == 0 || stage_uniforms(G.k, s, G.slots, G.stage, b, e, G.g->group_size.x, G.g->group_size.y)) {
     G.r->current = reinterpret_cast<const void*>(static_cast<uintptr_t>(b));
@@ -957,6 +987,7 @@ extern "C" __attribute__((visibility("hidden"), used)) void __mk_wi_run_group(
   G.released = reinterpret_cast<uint8_t*>(mem + o_released);
   G.n = n;
   G.last_resume = ~0u;
+  G.left_at = ~0u;
 #ifdef MK_CHECK
   if (const chk::Group* C = chk::begin_group(r, g, k); !C) {
     __mk_rt->fail("internal error: more workers than checker states");
