@@ -7,7 +7,7 @@ as a polynomial over
 
     x, y, z        the thread's position in its threadgroup
     lin            its index in the threadgroup
-    g:<offset>     a field of the group (mk/workitem.h WiGroup: the
+    g:<offset>     a field of the group (mk/workitem/group.h WiGroup: the
                    threadgroup's position, the dispatch's sizes, ...)
     b:<i>:<off>:<type>   a scalar the kernel reads from buffer i at a
                    constant offset and never writes (`constant uint& n`)
@@ -51,7 +51,7 @@ INTERVAL_SYMBOLS = ("iv:", "bd:")
 
 MAX_DEGREE = 3
 
-# WiGroup fields (mk/workitem.h) by byte offset
+# WiGroup fields (mk/workitem/group.h) by byte offset
 G_GROUP_SIZE = (0, 4, 8)
 G_TG_POSITION = (12, 16, 20)
 G_BASE = (24, 28, 32)

@@ -44,7 +44,7 @@ from .guards import Guards
 from .invariant import tg_invariant
 from .roots import _DBG_STRIP, _END, Function, Root, _operand_value
 
-# mk/workitem.h: offsets in WiGroup
+# mk/workitem/group.h: offsets in WiGroup
 WIGROUP_TG_BUFFERS = 592
 WIGROUP_BUFFERS = 1104
 

@@ -47,7 +47,7 @@ import re
 from ..runtime.ir import _DEF, Unsupported, _name, _split_top, parse_call
 from .roots import _DBG_STRIP, Function, _operand_value
 
-# mk/workitem.h WiGroup: bytes [12, 36) are threadgroup_position and base
+# mk/workitem/group.h WiGroup: bytes [12, 36) are threadgroup_position and base
 # (threadgroup_position * threads_per_threadgroup), the group's place in the
 # grid. Before them: the group's actual shape; after: the dispatch's shapes,
 # then the object pointer tables (tg_allocs at 80 on).

@@ -8,14 +8,14 @@ THREAD_INDEX = "__mk_thread_index"
 TG_ALLOC = "__mk_tg_alloc"
 SYNC_MARKERS = (BARRIER, SIMD)
 # The flags of a barrier marker that is a resume point in a loop
-# (loop_points.py; Sync kind 3, SYNC_POINT in mk/workitem.h): no barrier.
+# (loop_points.py; Sync kind 3, SYNC_POINT in mk/workitem/descriptor.h): no barrier.
 POINT_FLAGS = 0x40000000
 ALL_MARKERS = (BARRIER, SIMD, THREAD_INDEX, TG_ALLOC)
-FIBER_PREFIX = "__mk_fiber_"  # the markers' fiber-mode bodies (mk/workitem.h)
+FIBER_PREFIX = "__mk_fiber_"  # the markers' fiber-mode bodies (mk/workitem/group.h)
 
 DONE = 0x7FFFFFFF
 MAX_THREADS = 1024
-WIGROUP_TG_ALLOCS = 80  # offsetof(WiGroup, tg_allocs), mk/workitem.h
+WIGROUP_TG_ALLOCS = 80  # offsetof(WiGroup, tg_allocs), mk/workitem/group.h
 WIGROUP_SIZE = 1624  # sizeof(WiGroup)
 MAX_TG_ALLOCS = 64
 MAX_SYNC_POINTS = 512

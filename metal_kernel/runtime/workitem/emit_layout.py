@@ -1,6 +1,6 @@
 """Emitting a kernel's data layout: the per-thread slot arrays, the stage
 block of uniform values and the private frames (as IR types), and the
-descriptor the group driver reads (mk/workitem.h, WiKernel)."""
+descriptor the group driver reads (mk/workitem/descriptor.h, WiKernel)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .abi import MAX_THREADS
 from .analysis import Analysis
 from .ir_model import Function
 
-# Uniform::affine (mk/workitem.h): the staged value is the thread's value
+# Uniform::affine (mk/workitem/descriptor.h): the staged value is the thread's value
 # minus its x or lin (a loop counter at its resume point), or minus its x,
 # lin or y (uniformity.affine_values, at any point); INVARIANT: a
 # value from before the loop of a resume point, which the stage still holds
@@ -133,7 +133,7 @@ def descriptor_text(fn: Function, analysis: Analysis, guards: dict[int, Guard] |
     return out
 
 
-# Sync::guard (mk/workitem.h): 0 none, 1 on the thread's index, 2 on its x.
+# Sync::guard (mk/workitem/descriptor.h): 0 none, 1 on the thread's index, 2 on its x.
 _GUARD_COORD = {"lin": 1, "x": 2}
 
 

@@ -28,7 +28,7 @@ def loop_text(fn: Function, exits: list[set[int]], loop_group: str | None,
     """loop(g, slots, stage, frames, states, b, e, resume, spans, nspans):
     threads [b, e) in rows of x (x innermost, so ids stay affine), each
     from `resume` to its next cut; returns the summary the driver reads
-    (mk/workitem.h, Summary: lowest state, highest state other than DONE,
+    (mk/workitem/descriptor.h, Summary: lowest state, highest state other than DONE,
     number of threads DONE, span of the threads not DONE).
 
     With `nspans` > 0 the threads run as the spans `spans[i]` (lo | hi <<
@@ -495,7 +495,7 @@ def _packed_summary(k: int) -> list[str]:
         f"  %hiz{k} = zext i32 %mx{k} to i64",
         f"  %his{k} = shl i64 %hiz{k}, 32",
         f"  %lo{k} = or i64 %his{k}, %mnz{k}",
-        # ndone | live_lo << 32 | live_hi << 48 (mk/workitem.h, Summary)
+        # ndone | live_lo << 32 | live_hi << 48 (mk/workitem/descriptor.h, Summary)
         f"  %dnz{k} = zext i32 %dn{k} to i64",
         f"  %lloz{k} = zext i32 %llo{k} to i64",
         f"  %llos{k} = shl i64 %lloz{k}, 32",

@@ -8,7 +8,7 @@ PyTorch's reductions,
 
 runs scalar, one thread's few iterations at a time. Ending the loop's
 iterations at a resume point (a cut that synchronises nothing: a thread
-there may go on at once, mk/workitem.h SYNC_POINT) turns every iteration
+there may go on at once, mk/workitem/descriptor.h SYNC_POINT) turns every iteration
 into one pass of the region loop over all the threads still in the loop,
 which vectorises across threads: thread t's `i` is `t + j * lsize` in pass
 j, consecutive threads read consecutive elements.
@@ -18,7 +18,7 @@ loaded per thread (which would be a gather): the loop's counter is marked
 *affine* (Function.point_ivs). The driver checks at run time that every
 thread resuming there has counter - x (or - lin) equal and serves that one
 difference from the stage block; where they differ it runs one thread at a
-time (mk/workitem.h stage_uniforms), so the mark only decides speed, never
+time (mk/workitem/stage.h stage_uniforms), so the mark only decides speed, never
 results.
 
 Only loops whose counter starts at the thread's x or lin (plus a value no

@@ -2,7 +2,7 @@
 
 Before running a region for a run of threads, the group driver checks that
 every thread saved the same bits for each value the region reads from the
-stage block (mk/workitem.h, stage_uniforms): the divergence analysis calls
+stage block (mk/workitem/stage.h, stage_uniforms): the divergence analysis calls
 a value uniform when it does not depend on the thread ids, but a load may
 still see another thread's store, or threads may reach a barrier along
 different paths. The check reads every thread's slot: in a tiled matmul,
@@ -24,7 +24,7 @@ The descriptor flags such a value at c (Uniform::affine |
 UNIFORM_RUN_INVARIANT) when it is run-invariant at every step's exit to c;
 the driver then copies the first thread's bits instead of comparing, for a
 run of threads that all left one call of a region at c and nothing ran in
-between (mk/workitem.h, run_span)."""
+between (mk/workitem/runs.h, run_span)."""
 
 from __future__ import annotations
 

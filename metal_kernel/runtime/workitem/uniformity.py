@@ -122,7 +122,7 @@ def affine_counters(analysis: Analysis):
     """The counters of the loops with a resume point (loop_points.py): each
     is the thread's x or lin plus a number every thread in the loop shares
     at the point, so it is staged as that difference (the driver checks it,
-    mk/workitem.h stage_uniforms) and the region code adds the thread id
+    mk/workitem/stage.h stage_uniforms) and the region code adds the thread id
     back: its loads stay consecutive across threads. Only at the point
     itself: elsewhere the threads may have left the loop at different
     iterations."""
@@ -147,7 +147,7 @@ def affine_values(analysis: Analysis):
     counters at their points, so the region code adds the thread id back
     and addresses built from them stay consecutive across threads (else each
     is a per-thread load, and every access through it a gather). The driver
-    checks the difference per run (mk/workitem.h affine_run); where threads
+    checks the difference per run (mk/workitem/stage.h affine_run); where threads
     disagree it runs them one at a time."""
     fn = analysis.fn
     bases = {fn.x: "x", fn.lin: "lin", fn.y: "y"}

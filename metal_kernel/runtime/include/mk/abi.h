@@ -21,7 +21,7 @@
 // runtime: how code that has no thread attributes (CUDA's blockIdx in any
 // device function) learns where it runs, in every execution mode.
 #define MK_TG_GROUP_INFO 0xFFFFFFFFu
-#define MK_WI_CHK_OFFSET 1616  // offsetof(WiGroup, chk), mk/workitem.h
+#define MK_WI_CHK_OFFSET 1616  // offsetof(WiGroup, chk), mk/workitem/group.h
 
 // mkrt_dispatch flags
 #define MK_DISPATCH_NEVER_SYNCS 1u  // the entry never synchronises: no fiber per group
