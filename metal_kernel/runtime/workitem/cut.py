@@ -19,24 +19,13 @@ from .abi import (
     TG_ALLOC,
     THREAD_INDEX,
 )
-from .ir_model import _TERMINATORS, Block, Function, Inst, SyncPoint, branch_targets
+from .ir_model import _TERMINATORS, Block, Function, Inst, SyncPoint, branch_targets, reachable
 
 
 def region_blocks(fn: Function, start: str) -> set[str]:
     """The blocks of the region entered at `start` (a step function's):
     those reachable from it without passing a cut."""
-    seen = {start}
-    work = [start]
-    while work:
-        b = work.pop()
-        blk = fn.blocks[b]
-        if blk.sync:
-            continue  # the cut ends the region
-        for s in blk.succs:
-            if s not in seen:
-                seen.add(s)
-                work.append(s)
-    return seen
+    return reachable([start], lambda b: () if fn.blocks[b].sync else fn.blocks[b].succs)  # a cut ends it
 
 
 class Cutter:

@@ -220,3 +220,17 @@ def _pair_low(fn: Function, cast: Inst) -> str | None:
         if not m.group(1).startswith("%"):
             return None
         vec = _name(m.group(1))
+
+
+def reachable(starts, succs) -> set[str]:
+    """The blocks in `starts` and those reachable from them, `succs(b)`
+    giving b's successors (a stage that stops a walk at some block returns
+    none for it)."""
+    seen = set(starts)
+    work = list(seen)
+    while work:
+        for t in succs(work.pop()):
+            if t not in seen:
+                seen.add(t)
+                work.append(t)
+    return seen

@@ -33,7 +33,7 @@ import re
 from ..dominators import dominates, immediate_dominators
 from .analysis import Analysis
 from .cut import region_blocks
-from .ir_model import _PURE_INTRINSIC, _PURE_OPS, phi_incoming
+from .ir_model import _PURE_INTRINSIC, _PURE_OPS, phi_incoming, reachable
 
 _FLOAT_OPS = {"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "fcmp", "fptrunc", "fpext", "fptoui", "fptosi",
               "uitofp", "sitofp"}
@@ -58,14 +58,7 @@ class _Step:
     def reaches(self, a: str, b: str) -> bool:
         """A path of at least one edge from block a to block b."""
         if a not in self._reach:
-            seen: set[str] = set()
-            work = list(self.succs[a])
-            while work:
-                x = work.pop()
-                if x not in seen:
-                    seen.add(x)
-                    work += self.succs[x]
-            self._reach[a] = seen
+            self._reach[a] = reachable(self.succs[a], self.succs.__getitem__)
         return b in self._reach[a]
 
 

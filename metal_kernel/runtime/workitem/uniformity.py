@@ -9,7 +9,7 @@ import re
 from ..dominators import immediate_dominators
 from ..ir import _name
 from .analysis import Analysis
-from .ir_model import phi_incoming, same_value
+from .ir_model import phi_incoming, reachable, same_value
 
 
 def uniform_candidates(analysis: Analysis):
@@ -28,16 +28,7 @@ def uniform_candidates(analysis: Analysis):
         """Blocks reachable from s, not going on past `stop` (a divergent
         branch's reconvergence point: joins after it are not its joins)."""
         if (s, stop) not in reach_cache:
-            seen = {s}
-            work = [s] if s != stop else []
-            while work:
-                b = work.pop()
-                for t in fn.blocks[b].succs:
-                    if t not in seen:
-                        seen.add(t)
-                        if t != stop:
-                            work.append(t)
-            reach_cache[(s, stop)] = seen
+            reach_cache[(s, stop)] = reachable([s], lambda b: () if b == stop else fn.blocks[b].succs)
         return reach_cache[(s, stop)]
 
     div_joins: set[str] = set()
