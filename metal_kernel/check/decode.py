@@ -205,8 +205,17 @@ class Decoder:
             ot, opos, oby = self.thread_phrase(r.other_group, r.other_lin)
         hazard = {("read", "write"): "read-after-write", ("write", "read"): "write-after-read",
                   ("write", "write"): "write-after-write"}.get((this, other), "race")
-        if space == "device" and r.other_group != r.group and r.other_lin != N.NONE:
-            why = "threads of different threadgroups are never ordered within a dispatch (only atomics are safe)"
+        if space == "device" and r.access & N.A_HINT_NOT_COHERENT:
+            why = (f"a fence and an atomic order them, but {obj} is not declared coherent(device): Metal makes a "
+                   "buffer's writes visible to other threadgroups of the dispatch only then (MSL 3.2)")
+        elif space == "device" and r.access & N.A_HINT_NO_ACQUIRE:
+            why = ("the atomic that saw the other threadgroup's release has no device-scope fence after it in its "
+                   "thread: Metal's atomics are relaxed, so add atomic_thread_fence(mem_flags::mem_device, "
+                   "memory_order_seq_cst, thread_scope_device) after it")
+        elif space == "device" and r.other_group != r.group and r.other_lin != N.NONE:
+            why = ("threads of different threadgroups are ordered only when the first's group fenced its writes "
+                   "(a device-scope fence) before an atomic that the second's group observed with an atomic of "
+                   "its own on the same address")
         elif space == "device":
             why = "no threadgroup_barrier(mem_flags::mem_device) orders them"
         else:

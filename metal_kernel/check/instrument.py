@@ -56,6 +56,10 @@ UNKNOWN_SITE = 0xFFFF
 
 SIMD_BARRIER_OP = 1  # mk/simd.h, enum SimdOp
 MEMORY_INTRINSICS = re.compile(r"llvm\.(memcpy|memmove|memset)(\.inline)?\.")
+# A device-scope fence (mk/atomic.h, mkcuda/builtins.h): the marker becomes
+# the checker's __mk_chk_fence(g, lin), and every atomic on a buffer of a
+# function with one is followed by __mk_chk_acquire (mk/check_sync.h).
+FENCE_MARKER = "@__mk_chk_fence_marker()"
 
 
 @dataclass(frozen=True)
@@ -295,6 +299,9 @@ class Instrumenter:
             info.edges = [self._edge(analysis, fn, e) for e in edges]
             if None in info.edges:
                 info.tg_variant, info.edges = "a branch on the group's position the analysis cannot follow", []
+        fences = any(FENCE_MARKER in ln for ln in flines)
+        if fences:
+            info.uses.add("fence")
         summaries = S.plan(flines, fn.defs, fn.g, fn.lin, checks) if summarise_loops() else S.Plan()
         info.summaries = len(summaries.before_line)
         by_access: dict[int, list[S.Check]] = {}
@@ -324,7 +331,10 @@ class Instrumenter:
                 call = self._check_call(fn, r, c.ptr, acc.size, c.bits, c.site, shadow_of, clean, val)
                 pre.append(f"  {self_tmp} = call ptr {call}")
                 new_ptrs.append(self_tmp)
-            out[i] = "\n".join(pre + [self._rewrite(fn, flines[i], acc, new_ptrs)])
+            post = []
+            if fences and acc.info_bits & A_ATOMIC and roots[0].kind in ("buf", "unknown") and new_ptrs[0]:
+                post.append(f"  call void @__mk_chk_acquire(ptr {fn.g}, i32 {fn.lin}, ptr {new_ptrs[0]})")
+            out[i] = "\n".join(pre + [self._rewrite(fn, flines[i], acc, new_ptrs)] + post)
         # Markers: sites into their constant operands; binding markers into loads.
         for i, ln in enumerate(out):
             if i == 0 or i == len(out) - 1:
@@ -335,6 +345,8 @@ class Instrumenter:
                 out[i] = self._simd_site(ln)
             elif "@__mk_chk_buffer(" in ln or "@__mk_chk_tgparam(" in ln:
                 out[i] = self._binding_load(fn, ln)
+            elif FENCE_MARKER in ln:
+                out[i] = f"  call void @__mk_chk_fence(ptr {fn.g}, i32 {fn.lin})"
             elif re.search(r"\bcall\b", ln) and not MEMORY_INTRINSICS.search(ln):
                 self._note_call(ln, info)
         S.apply(out, summaries)

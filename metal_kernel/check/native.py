@@ -28,7 +28,12 @@ NONE = 0xFFFFFFFF
 
 class Buffer(ctypes.Structure):
     _fields_ = [("lo", ctypes.c_uint64), ("size", ctypes.c_uint64), ("shadow", ctypes.c_void_p),
-                ("gshift", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+                ("gshift", ctypes.c_uint32), ("flags", ctypes.c_uint32)]
+
+
+BUF_COHERENT = 1  # chk::BUF_COHERENT: fences and atomics order its accesses across groups
+# chk::A_HINT_*: in a race record's access, what was missing for a fence and an atomic to order it
+A_HINT_NOT_COHERENT, A_HINT_NO_ACQUIRE = 1 << 16, 2 << 16
 
 
 class Record(ctypes.Structure):
@@ -59,6 +64,23 @@ class InitRange(ctypes.Structure):
 assert ctypes.sizeof(LoopRead) == 56 and ctypes.sizeof(InitRange) == 32
 LOOP_LOG, INIT_RANGES = 1024, 64  # chk::kLoopLog, chk::kInitRanges
 MAX_REPS = 8  # chk::kMaxReps
+THREAD_WORDS = 1024 // 32  # chk::kThreadWords
+MAX_ACQUIRED = 8  # chk::kMaxAcquired
+SYNC_OBJECTS = 8  # chk::kSyncObjects
+SYNC_METAL, SYNC_CUDA = 0, 1  # chk::Dispatch::sync_mode
+
+
+class Acquired(ctypes.Structure):
+    _fields_ = [("object", ctypes.c_uint32), ("lin", ctypes.c_uint32), ("when", ctypes.c_uint64)]
+
+
+class SyncLog(ctypes.Structure):
+    """chk::SyncLog: releases published to atomics' addresses (mk/check_sync.h)."""
+    _fields_ = [("lock", ctypes.c_uint32), ("nobj", ctypes.c_uint32), ("ngroups", ctypes.c_uint32),
+                ("overflow", ctypes.c_uint32), ("clock", ctypes.c_uint64), ("addr", ctypes.c_uint64 * SYNC_OBJECTS),
+                ("bound", ctypes.c_void_p), ("extra", ctypes.c_void_p), ("when", ctypes.c_void_p)]
+
+
 # chk::Dispatch::phase
 PHASE_ALL, PHASE_REPS, PHASE_OTHERS_FAST, PHASE_OTHERS = 0, 1, 2, 3
 
@@ -72,7 +94,10 @@ class GroupState(ctypes.Structure):
                 ("simd_lo", ctypes.c_uint32), ("scratch_lo", ctypes.c_uint64), ("scratch_size", ctypes.c_uint64),
                 ("tg_written", ctypes.c_uint64), ("nlog", ctypes.c_uint32), ("batch", ctypes.c_uint32),
                 ("log", LoopRead * LOOP_LOG), ("init_ok", InitRange * INIT_RANGES), ("tg_off", ctypes.c_uint32),
-                ("skip", ctypes.c_uint32)]
+                ("skip", ctypes.c_uint32), ("wr_epoch", ctypes.c_uint16), ("fence_epoch", ctypes.c_uint16),
+                ("released", ctypes.c_uint32), ("wr_bits", ctypes.c_uint32 * THREAD_WORDS),
+                ("fence_bits", ctypes.c_uint32 * THREAD_WORDS), ("nacq", ctypes.c_uint32), ("npend", ctypes.c_uint32),
+                ("acq", Acquired * MAX_ACQUIRED), ("pend", Acquired * MAX_ACQUIRED)]
 
 
 class Dispatch(ctypes.Structure):
@@ -82,7 +107,8 @@ class Dispatch(ctypes.Structure):
                 ("keys", ctypes.c_uint64 * DEDUP_SLOTS), ("slots", ctypes.c_uint32 * DEDUP_SLOTS),
                 ("states", ctypes.POINTER(GroupState)), ("nstates", ctypes.c_uint32),
                 ("next_state", ctypes.c_uint32), ("serial", ctypes.c_uint64), ("phase", ctypes.c_uint32),
-                ("nreps", ctypes.c_uint32), ("reps", ctypes.c_uint32 * MAX_REPS), ("tg_events", ctypes.c_uint32)]
+                ("nreps", ctypes.c_uint32), ("reps", ctypes.c_uint32 * MAX_REPS), ("tg_events", ctypes.c_uint32),
+                ("sync", ctypes.POINTER(SyncLog)), ("sync_mode", ctypes.c_uint32)]
 
 
 TG_ARENA = 232448  # MK_MAX_CUDA_SHARED_MEMORY: the worker's threadgroup arena
@@ -143,24 +169,41 @@ class DispatchState:
         self.d.records = ctypes.cast(self.records, ctypes.POINTER(Record))
         self.d.capacity = capacity
         self.shadows: list[DeviceShadow] = []
+        self.sync: SyncLog | None = None
+        self.sync_maps: list = []
 
     @property
     def address(self) -> int:
         return ctypes.addressof(self.d)
 
-    def set_buffers(self, spans: list[tuple[int, int]], shadows: dict[int, int]):
+    def set_buffers(self, spans: list[tuple[int, int]], shadows: dict[int, int], coherent: set[int] = frozenset()):
         """`spans`: each buffer's addressable (start, size); `shadows`:
-        buffer index -> log2 granule, for the buffers to track."""
+        buffer index -> log2 granule, for the buffers to track; `coherent`:
+        those whose accesses fences and atomics order across groups."""
         self.d.nbuffers = len(spans)
         for i, (p, n) in enumerate(spans):
             b = self.d.buffers[i]
             b.lo, b.size = p, n
             b.shadow = None
+            b.flags = BUF_COHERENT if i in coherent else 0
             if i in shadows and p and n:
                 sh = DeviceShadow(n, shadows[i])
                 self.shadows.append(sh)
                 b.shadow = sh.address
                 b.gshift = shadows[i]
+
+    def track_fences(self, ngroups: int, mode: int):
+        """A kernel with a device-scope fence: the log its releases go to
+        (zeroed, in anonymous mappings that cost nothing until touched)."""
+        self.sync = SyncLog()
+        self.sync.ngroups = ngroups
+        for name, width in (("bound", 4), ("extra", 4), ("when", 8)):
+            m = mmap.mmap(-1, max(1, SYNC_OBJECTS * ngroups * width))
+            anchor = ctypes.c_char.from_buffer(m)
+            self.sync_maps.append((m, anchor))
+            setattr(self.sync, name, ctypes.addressof(anchor))
+        self.d.sync = ctypes.pointer(self.sync)
+        self.d.sync_mode = mode
 
     def set_phase(self, phase: int, reps: list[int] = ()):
         """Which groups the next launch runs, and how (PHASE_*)."""
@@ -179,6 +222,12 @@ class DispatchState:
         for sh in self.shadows:
             sh.close()
         self.shadows = []
+        if self.sync_maps:
+            self.d.sync = None
+            maps = [m for m, _ in self.sync_maps]
+            self.sync_maps = []  # the anchors go first: a mapping with one cannot close
+            for m in maps:
+                m.close()
 
     def results(self) -> list[Record]:
         n = min(self.d.nrecords, self.d.capacity)

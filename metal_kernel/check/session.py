@@ -148,7 +148,13 @@ class Session:
         state = N.DispatchState(self.mask, RECORD_CAPACITY, self.workers())
         # Buffers whose every thread touches bytes of its own cannot race.
         tracked = {i: granules.get(i, 0) for i in written - proof.exclusive} if self.mask & N.TOOL_RACE else {}
-        state.set_buffers(spans, tracked)
+        cuda = ck._entry.memory_model == "cuda"
+        # Buffers whose accesses a fence and an atomic can order across
+        # groups: every CUDA global pointer; in Metal, coherent(device) ones.
+        coherent = {p.index for p in ck._entry.params if p.kind == "buffer" and (cuda or p.coherent)}
+        state.set_buffers(spans, tracked, coherent)
+        if "fence" in facts.get("uses", ()):
+            state.track_fences(math.prod(ngroups), N.SYNC_CUDA if cuda else N.SYNC_METAL)
         launch = ck._launch_struct(b, grid, group, ngroups, threadgroup_memory)
         launch.check = state.address
         # The schedule runs work on guarded copies made before the first run

@@ -217,7 +217,7 @@ class Emitter:
         )
         params = [Param(name, "buffer", index=i) for i, name in enumerate(k.params)] + BLOCK_PARAMS
         code += entry_code(EntrySpec(sym, wrapper, f"decltype({wrapper})", params, describe=False), self.workitem)
-        entry = KernelEntry(spelling, sym, params, k.file, k.line, k.max_threads)
+        entry = KernelEntry(spelling, sym, params, k.file, k.line, k.max_threads, memory_model="cuda")
         self.out.kernels.append(CudaKernelEntry(entry, spelling, list(k.params)))
         return code
 

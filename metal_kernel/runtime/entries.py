@@ -68,6 +68,9 @@ class Param:
     kind: str  # "buffer", "threadgroup", "attribute"
     index: int = -1  # buffer / threadgroup index
     attribute: str = ""  # thread attribute name
+    # A buffer declared coherent(device) (MSL 3.2): a fence and an atomic
+    # order its accesses across threadgroups (mk/check_sync.h).
+    coherent: bool = False
 
 
 @dataclass

@@ -86,6 +86,9 @@ class KernelEntry:
     tg_bytes: int | None = None
     # The library file (in the cache's objects/) that holds its entry points.
     object: str = ""
+    # "metal" or "cuda": whose memory model orders its threadgroups (the
+    # checker's fences and atomics, mk/check_sync.h).
+    memory_model: str = "metal"
 
 
 @dataclass

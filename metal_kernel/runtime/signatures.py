@@ -40,7 +40,7 @@ class SignatureRules(TokenView):
                     name = self.toks[k].text
                 words.append(self.toks[k].text)
                 k += 1
-            p = Param(name=name, kind="buffer")
+            p = Param(name=name, kind="buffer", coherent="coherent" in words)
             for aname, args in attrs:
                 if aname == "buffer":
                     p.index = self.attr_int(args)

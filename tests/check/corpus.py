@@ -42,6 +42,38 @@ def poison(*shape, dtype=torch.float32):
         torch.full(shape, -7, dtype=dtype)
 
 
+_FENCE = "atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);"
+
+
+def _last_block(name: str, coherent=True, release=True, acquire=True, counters=1, bug="read") -> Case:
+    """A last-block sum (the other groups' partials, read by the group that
+    takes the last ticket) with one part of the hand-off left out; `bug`
+    marks the racing write or read ("": a clean kernel)."""
+    mark = {side: "  // BUG" if bug == side else "" for side in ("write", "read")}
+    src = f"""
+kernel void {name}({"coherent(device) " if coherent else ""}device float* partial [[buffer(0)]],
+                 device atomic_uint* count [[buffer(1)]], device float* out [[buffer(2)]],
+                 uint g [[threadgroup_position_in_grid]], uint t [[thread_position_in_threadgroup]],
+                 uint ng [[threadgroups_per_grid]], uint nt [[threads_per_threadgroup]]) {{
+  threadgroup uint last;
+  partial[g * nt + t] = float(g * nt + t);{mark["write"]}
+  {_FENCE if release else ""}
+  threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);
+  if (t == 0) {{
+    last = atomic_fetch_add_explicit(count + g % {counters}, 1u, memory_order_relaxed);
+    {_FENCE if acquire else ""}
+  }}
+  threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);
+  if (last == ng / {counters} - 1) {{
+    float s = 0;
+    for (uint j = 0; j < ng; ++j) s += partial[j * nt + t];{mark["read"]}
+    out[t] = s;
+  }}
+}}"""
+    return Case(name, "race" if bug else "", src, lambda lib: getattr(lib, name)(
+        poison(64), i32(counters), poison(8), threads=64, group_size=8))
+
+
 # ------------------------------------------------------------------ buggy --
 
 BUGGY = [
@@ -265,6 +297,14 @@ kernel void race_groups_overwrite(device float* out [[buffer(0)]], uint lid [[th
   out[lid] = float(tg);  // BUG
 }""", lambda lib: lib.race_groups_overwrite(poison(32), threads=128, group_size=32)),
 
+    # A last-block sum (CUDA's threadFenceReduction): the other groups'
+    # partial sums are ordered before the last group's reads only by a
+    # device fence, an atomic both sides make and coherent(device) (MSL 3.2).
+    _last_block("race_last_block_no_release", release=False, bug="write"),
+    _last_block("race_last_block_no_acquire", acquire=False),
+    _last_block("race_last_block_not_coherent", coherent=False),
+    # one counter per parity of the group, but the last of each sums every group's
+    _last_block("race_last_block_other_address", counters=2),
     # ---- barrier divergence (synccheck) ----
     Case("div_branch", "divergence", """
 kernel void div_branch(device float* out [[buffer(0)]], uint lid [[thread_position_in_threadgroup]]) {
@@ -927,6 +967,7 @@ kernel void clean_two_kernels_consume(device const float* a [[buffer(0)]], devic
 }""", lambda lib: (lambda a, b: (lib.clean_two_kernels(a, threads=64, group_size=16),
                                  lib.clean_two_kernels_consume(a, b, threads=64, group_size=32)))(
         poison(64), poison(64))),
+    _last_block("clean_last_block_sum", bug=""),
 ]
 
 # c10-style kernels, with PyTorch's own headers (a library of their own).

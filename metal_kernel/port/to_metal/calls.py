@@ -20,6 +20,9 @@ _METHOD_NAMES_CG = {"thread_rank", "meta_group_rank", "meta_group_size", "shfl",
                     "shfl_xor", "ballot", "num_threads", "thread_index", "group_index", "dim_threads", "group_dim"}
 
 
+# A fence that orders device memory across thread blocks (MK1040).
+DEVICE_FENCE = re.compile(r"\b__threadfence(_system)?\s*\(")
+
 class CallRewriter:
     def flag_prefixed(self, node, name: str) -> bool:
         """A name of a family Metal lacks (T.FLAGGED_PREFIXES: textures,
@@ -236,6 +239,22 @@ class CallRewriter:
             self.diag("MK1029", node, f"'{name}' of a {t.strip()}")
 
     def atomic_call(self, node, name, rule, args):
+        expr = self.atomic_expr(node, name, rule, args)
+        if expr is not None and self.fences_device() and (self.sp.space_of(args[0]) or "device") == "device":
+            # MK1040: the thread that sees another group's release through
+            # this atomic must fence to acquire it (Metal's atomics are relaxed).
+            self.tr.helpers.add("acquire")
+            return f"mk_acquire({expr})"
+        return expr
+
+    def fences_device(self) -> bool:
+        """Whether this function orders device memory across thread blocks
+        with __threadfence() (and atomics): MK1040."""
+        if self.fn is None or self.fn.body is None:
+            return False
+        return DEVICE_FENCE.search(self.text(self.fn.body)) is not None
+
+    def atomic_expr(self, node, name, rule, args):
         if len(args) < 2:
             return None
         ptr = args[0]

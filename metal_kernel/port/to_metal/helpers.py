@@ -488,6 +488,16 @@ inline T exclusive_scan(thread_block_tile<32, P>, T v) { return simd_prefix_excl
 }  // namespace cooperative_groups
 """
 
+_ACQUIRE = """\
+// MK1040: after an atomic of a kernel that hands device memory to other
+// threadgroups with __threadfence(): Metal's atomics are relaxed, so the
+// thread that sees another group's release through one fences to acquire it.
+template <typename T> inline T mk_acquire(T v) {
+  atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);
+  return v;
+}
+"""
+
 # name -> (Metal text, helpers it needs first)
 HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "shfl": (_SHFL, ()),
@@ -495,6 +505,7 @@ HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "atomic_cas": (_ATOMIC_CAS, ()),
     "atomic_inc_dec": (_ATOMIC_INC_DEC, ()),
     "atomic_update": (_ATOMIC_UPDATE, ()),
+    "acquire": (_ACQUIRE, ()),
     "syncthreads_vote": (_SYNC_VOTE, ()),
     "erf": (_ERF, ()),
     "log1p": (_LOG1P, ()),

@@ -243,6 +243,10 @@ class KernelRenderer(FunctionRenderer):
     def render(self) -> str:
         fn = self.fn
         params = []
+        handoff = self.fences_device()
+        if handoff:
+            self.diag("MK1040", fn.node, f"kernel '{fn.name}': its writable buffers are coherent(device) and each "
+                                         "device atomic is followed by a fence (mk_acquire)")
         for i, p in enumerate(fn.params):
             name = p.name or f"mk_unused{i}"
             type_node = p.node.child_by_field_name("type")
@@ -256,7 +260,9 @@ class KernelRenderer(FunctionRenderer):
                 self.memory_type -= 1
                 space = self.kernel_spaces[p.name]
                 const = "const " if p.const_pointee and space != "constant" else ""
-                params.append(f"{space} {const}{elem}* {name} [[buffer({i})]]")
+                # MK1040: writes other threadgroups read after a fence and an atomic.
+                coherent = "coherent(device) " if handoff and space == "device" and not const else ""
+                params.append(f"{coherent}{space} {const}{elem}* {name} [[buffer({i})]]")
             else:
                 t = self.rw(type_node)
                 pname = f"mk_arg_{name}" if name in self.modified else name

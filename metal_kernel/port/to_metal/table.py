@@ -210,6 +210,14 @@ DIAGNOSTICS: dict[str, DiagnosticKind] = {d.code: d for d in [
        "threads run on (a barrier after it must not be waited for by the threads that returned).",
        "Check the trap's condition on the host before the launch (or write a flag to a debug buffer), and verify "
        "on inputs that do not trap."),
+    _D("MK1040", "note", "device memory handed between threadgroups",
+       "The kernel orders device memory across thread blocks with __threadfence() and an atomic (a last-block "
+       "reduction, a flag). CUDA needs the fence on the writer's side only. Metal (MSL 3.2) orders such memory "
+       "only in buffers declared coherent(device), and only for a thread that fences after the atomic that saw "
+       "the other group's release (its atomics are relaxed). The port declares the kernel's writable buffers "
+       "coherent(device) and fences after each of its device atomics (mk_acquire).",
+       "Nothing to do for the port (it needs macOS 15 / MSL 3.2). The fence must come before the atomic in the "
+       "original: without it neither side is ordered, and check() reports the race in both."),
 ]}
 
 # --------------------------------------------------------------------- rules --

@@ -135,8 +135,24 @@ inline int __syncthreads_or(int predicate) { return ::mk::cuda::block_vote(predi
 // Every thread of a block runs on one worker: a compiler barrier orders its
 // memory for the block; other blocks run on other cores.
 inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#ifdef MK_CHECK
+// The device-scope fences, for the checker (mk/atomic.h declares it too).
+#ifndef MK_CHK_FENCE_MARKER
+#define MK_CHK_FENCE_MARKER
+extern "C" __attribute__((weak, noinline)) void __mk_chk_fence_marker() {}
+#endif
+#define MK_CUDA_FENCE_MARKER() __mk_chk_fence_marker()
+#else
+#define MK_CUDA_FENCE_MARKER() ((void)0)
+#endif
+inline void __threadfence() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  MK_CUDA_FENCE_MARKER();
+}
+inline void __threadfence_system() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  MK_CUDA_FENCE_MARKER();
+}
 
 // ----------------------------------------------------------- loads, misc --
 template <class T> __attribute__((always_inline)) inline T __ldg(const T* p) { return *p; }

@@ -19,6 +19,16 @@
 
 #include "types.h"
 
+#ifdef MK_CHECK
+// A device-scope fence, for the checker's instrumentation (check/instrument.py
+// replaces each call by __mk_chk_fence(g, lin)); weak and empty where a
+// function is left uninstrumented. mkcuda/builtins.h declares it too.
+#ifndef MK_CHK_FENCE_MARKER
+#define MK_CHK_FENCE_MARKER
+extern "C" __attribute__((weak, noinline)) void __mk_chk_fence_marker() {}
+#endif
+#endif
+
 namespace metal {
 
 enum memory_order {
@@ -257,10 +267,19 @@ MK_INLINE void atomic_min_explicit(volatile atomic<T>* object, typename _mk::id<
 
 // atomic_thread_fence(mem_flags, memory_order[, thread_scope]): the flags
 // type belongs to the runtime's barrier header, hence the template.
+// Checked builds: a device-scope fence of device memory is what orders two
+// threadgroups (with an atomic): the checker sees it (mk/check_sync.h).
 template <class Flags>
-MK_INLINE void atomic_thread_fence(Flags, memory_order order, thread_scope = thread_scope_device) {
+MK_INLINE void atomic_thread_fence(Flags flags, memory_order order, thread_scope scope = thread_scope_device) {
   if (order != memory_order_relaxed)
     __atomic_thread_fence(_mk::mo(order));
+#ifdef MK_CHECK
+  if (order != memory_order_relaxed && scope == thread_scope_device && (uint32_t(flags) & 1u /* mem_device */))
+    __mk_chk_fence_marker();
+#else
+  (void)flags;
+  (void)scope;
+#endif
 }
 
 } // namespace metal

@@ -68,6 +68,13 @@ enum : uint32_t {
   A_GRANULE_SHIFT = 8,  // bits 8..11: log2(granule) of the root's shadow
 };
 
+// Hints in a race record's `access` (bits 16..): what was missing for a
+// fence and an atomic to order the two accesses (mk/check_sync.h).
+enum : uint32_t {
+  A_HINT_NOT_COHERENT = 1u << 16,  // ordered, but the buffer is not coherent(device)
+  A_HINT_NO_ACQUIRE = 2u << 16,    // the atomic that saw the release had no device fence after it
+};
+
 // Object codes in records: the root of the faulting pointer.
 enum : uint32_t {
   O_BUFFER = 0x10000,    // | buffer index
@@ -112,11 +119,36 @@ struct TgEntry {
 };
 static_assert(sizeof(TgEntry) == 32, "mirrored in check/native.py");
 
+enum : uint32_t { BUF_COHERENT = 1 };  // fences and atomics order its accesses across groups
+
 struct Buffer {
   uint64_t lo, size;
   DevEntry* shadow;  // null: not tracked (the kernel never writes it)
-  uint32_t gshift, pad;
+  uint32_t gshift, flags;  // flags: BUF_*
 };
+
+// Releases published to the addresses of atomics (mk/check_sync.h): one
+// per checked dispatch of a kernel with a device-scope fence, filled by the
+// host (check/native.py) with zeroed arrays of kSyncObjects * ngroups.
+constexpr uint32_t kSyncObjects = 8;
+struct SyncLog {
+  uint32_t lock, nobj, ngroups, overflow;  // overflow: atomics on more addresses than kSyncObjects
+  uint64_t clock;
+  uint64_t addr[kSyncObjects];
+  uint32_t* bound;  // [object * ngroups + group]: writes of an earlier device epoch are released
+  uint32_t* extra;  // thread + 1 whose writes of the bound's epoch are released too (0: none)
+  uint64_t* when;   // the clock at the release (0: none)
+};
+enum : uint32_t { SYNC_METAL = 0, SYNC_CUDA = 1 };  // Dispatch::sync_mode: when an acquisition takes effect
+
+// An acquisition of a sync object: when (the log's clock), and by which
+// thread while it waits for that thread's fence (Metal).
+struct Acquired {
+  uint32_t object, lin;
+  uint64_t when;
+};
+constexpr uint32_t kMaxAcquired = 8;
+constexpr uint32_t kThreadWords = MK_MAX_THREADS_PER_GROUP / 32;
 
 // One finding, as the kernel side records it.
 struct Record {
@@ -188,6 +220,8 @@ struct alignas(8) Dispatch {
   uint32_t nreps;
   uint32_t reps[kMaxReps];
   uint32_t tg_events;   // atomic: the representatives' silent stores that could hide a race
+  SyncLog* sync;        // null: the kernel has no device-scope fence (nothing orders two groups)
+  uint32_t sync_mode;   // SYNC_*
 };
 
 enum : uint32_t {
@@ -224,7 +258,21 @@ struct Group {
   InitRange init_ok[kInitRanges];
   uint32_t tg_off;  // this group's threadgroup accesses go unchecked (Dispatch::phase)
   uint32_t skip;    // this launch does not run this group (Dispatch::phase)
+  // Fences and atomics (Dispatch::sync, mk/check_sync.h): the threads that
+  // wrote device memory in epoch wr_epoch, those that fenced after their
+  // last write in fence_epoch, the released bound, the acquisitions.
+  uint16_t wr_epoch, fence_epoch;
+  uint32_t released;
+  uint32_t wr_bits[kThreadWords], fence_bits[kThreadWords];
+  uint32_t nacq, npend;
+  Acquired acq[kMaxAcquired], pend[kMaxAcquired];
 };
+
+}  // namespace chk
+}  // namespace mk
+#include "check_sync.h"
+namespace mk {
+namespace chk {
 
 alignas(64) static const char k_zero[4096] = {};
 alignas(64) static char k_sink[4096];
@@ -318,10 +366,10 @@ __attribute__((always_inline)) inline bool misaligned(uint64_t a, uint32_t info)
 __attribute__((noinline, cold)) inline void race(Group* G, uint32_t lin, uint32_t site, uint32_t info,
                                                  uint32_t other_group, uint32_t other_lin, uint32_t other_site,
                                                  uint32_t other_access, uint64_t addr, uint64_t lo,
-                                                 uint32_t object) {
+                                                 uint32_t object, uint32_t hint = 0) {
   if (!(G->d->tools & TOOL_RACE)) return;
   Record r = make_record(G, K_RACE, site, lin);
-  r.access = (info & 7) | (other_access << 8);
+  r.access = (info & 7) | (other_access << 8) | hint;
   r.other_group = other_group;
   r.other_lin = other_lin;
   r.other_site = other_site;
@@ -360,15 +408,20 @@ __attribute__((always_inline)) inline void dev_access(Group* G, const Buffer& B,
     const uint32_t v = val ? granule_value(val, off, size, k, gs) : 0;
     const uint64_t W = __atomic_load_n(&E.w, __ATOMIC_RELAXED);
     const uint32_t wg = uint32_t(W), wv = uint32_t(W >> 32);
-    if (wg && !(wg == g && (E.wl == l || E.we != e)) && !(v && wv == v))
-      race(G, lin, site, info, wg - 1, E.wl, E.ws, A_WRITE, addr, B.lo, O_BUFFER | b);
+    if (wg && !(wg == g && (E.wl == l || E.we != e)) && !(v && wv == v)) {
+      const uint32_t s = sync_ordered(G, B, wg - 1, E.we, E.wl);
+      if (s != SYNC_ORDERED) race(G, lin, site, info, wg - 1, E.wl, E.ws, A_WRITE, addr, B.lo, O_BUFFER | b, s);
+    }
     if (info & A_WRITE) {
+      if (G->d->sync) sync_wrote(G, lin);
       if (E.rg) {
         const bool conflict = E.rl == R_MULTI_GROUPS || E.rg != g ||
                               (E.re == e && (E.rl == R_MULTI || E.rl != l));
-        if (conflict)
+        const uint32_t s = conflict && E.rl != R_MULTI_GROUPS ? sync_ordered(G, B, E.rg - 1, E.re, E.rl)
+                                                              : SYNC_UNORDERED;
+        if (conflict && s != SYNC_ORDERED)
           race(G, lin, site, info, E.rg - 1, E.rl == R_MULTI || E.rl == R_MULTI_GROUPS ? 0xffffffffu : E.rl,
-               E.rs, A_READ, addr, B.lo, O_BUFFER | b);
+               E.rs, A_READ, addr, B.lo, O_BUFFER | b, s);
         E.rg = 0;
       }
       E.wl = l;
@@ -565,6 +618,8 @@ __attribute__((always_inline)) inline void* buf_check(const void* g, uint32_t li
   }
   if (B.shadow && size && !(info & (A_ATOMIC | A_SILENT)))
     dev_access(G, B, a - B.lo, size, lin, info, site, b, static_cast<const uint8_t*>(val));
+  else if (__builtin_expect(G->d->sync != nullptr, 0) && (info & A_ATOMIC) && (info & A_WRITE))
+    sync_release(G, lin, a);  // before the atomic runs; __mk_chk_acquire follows it
   return p;
 }
 }  // namespace mk::chk
@@ -662,6 +717,19 @@ MK_CHK_FN void* __mk_chk_glob(const void* g, uint32_t lin, void* p, uint64_t siz
     if (q != p) return q;
   }
   return p;
+}
+
+// A device-scope fence with release/acquire order (a marker the
+// instrumentation replaces, mk/check_sync.h), by thread `lin`.
+MK_CHK_FN void __mk_chk_fence(const void* g, uint32_t lin) {
+  mk::chk::Group* G = mk::chk::group_of(g);
+  if (G->d->sync) mk::chk::sync_fence(G, lin);
+}
+
+// After an atomic on a buffer, at `p`: it acquires the releases published there.
+MK_CHK_FN void __mk_chk_acquire(const void* g, uint32_t lin, void* p) {
+  mk::chk::Group* G = mk::chk::group_of(g);
+  if (G->d->sync) mk::chk::sync_acquire(G, lin, reinterpret_cast<uint64_t>(p));
 }
 
 // A pointer whose origin the instrumentation could not name (loaded from

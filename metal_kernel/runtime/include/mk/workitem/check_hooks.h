@@ -26,7 +26,10 @@ inline void chk_apply_barrier(chk::Group* C, uint32_t flags) {
     ++C->tg_epoch;
     chk::drop_loop_reads(C);  // their stamps are of the last epoch
   }
-  if (flags & uint32_t(metal::mem_flags::mem_device)) ++C->dev_epoch;
+  if (flags & uint32_t(metal::mem_flags::mem_device)) {
+    if (C->d->sync) chk::sync_barrier(C);
+    ++C->dev_epoch;
+  }
 }
 
 // Every live thread waits at barrier `p`; `ndone` threads returned instead.
@@ -113,6 +116,7 @@ inline Group* begin_group(const Run* r, WiGroup* g, const wi::Kernel* k) {
   if (++G->gen == 0) G->gen = 1;  // entries of generation 0 are empty
   G->tg_epoch = 0;
   G->dev_epoch = 0;
+  sync_begin(G);
   drop_loop_reads(G);
   memset(G->sgc, 0, sizeof G->sgc);
   uint64_t lo = ~uint64_t(0);
@@ -147,7 +151,10 @@ __attribute__((noinline)) inline void* classify(Group* G, uint32_t lin, void* p,
       void* q = bad_access(G, lin, p, size, info, site, O_BUFFER | b, B.lo, B.size, !out_of(a, size, B.lo, B.size));
       if (q != p) return q;
     }
-    if (B.shadow && size && !(info & A_ATOMIC)) dev_access(G, B, a - B.lo, size, lin, info, site, b);
+    if (B.shadow && size && !(info & A_ATOMIC))
+      dev_access(G, B, a - B.lo, size, lin, info, site, b);
+    else if (d->sync && (info & A_ATOMIC) && (info & A_WRITE))
+      sync_release(G, lin, a);
     return p;
   }
   if (G->tg_lo && a >= G->tg_lo && a < G->tg_lo + kTgArena) {

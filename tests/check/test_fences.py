@@ -1,0 +1,144 @@
+"""racecheck across threadgroups: a device-scope fence and an atomic order
+two groups (mk/check_sync.h); anything short of that is still a race, with
+what was missing named. Metal needs coherent(device) and a fence on both
+sides; CUDA (the Programming Guide's __threadfence example) needs the
+writer's fence only."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import metal_kernel as mk
+from metal_kernel import port
+
+GROUPS, THREADS = 8, 8
+FENCE = "atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);"
+
+# Each group writes its partial sums (WRITES), then thread 0 takes a ticket;
+# the group that takes the last one sums every group's partials.
+MSL = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void last_block(COH device float* partial [[buffer(0)]], device atomic_uint* count [[buffer(1)]],
+                       device float* out [[buffer(2)]],
+                       uint g [[threadgroup_position_in_grid]], uint t [[thread_position_in_threadgroup]],
+                       uint ng [[threadgroups_per_grid]], uint nt [[threads_per_threadgroup]]) {
+  threadgroup uint last;
+  WRITES
+  threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);
+  if (t == 0) {
+    last = atomic_fetch_add_explicit(count, 1u, memory_order_relaxed);
+    ACQUIRE
+  }
+  threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);
+  if (last == ng - 1) {
+    float s = 0;
+    for (uint j = 0; j < ng; ++j) s += partial[j * nt + t];
+    out[t] = s;
+  }
+}
+"""
+WRITE = "partial[g * nt + t] = float(g * nt + t);"
+
+
+def _expected():
+    return torch.tensor([sum(float(j * THREADS + t) for j in range(GROUPS)) for t in range(THREADS)])
+
+
+def _run_msl(writes: str, acquire: str = FENCE, coherent: bool = True):
+    src = MSL.replace("COH", "coherent(device)" if coherent else "").replace("WRITES", writes)
+    lib = mk.compile_shader(src.replace("ACQUIRE", acquire))
+    out = torch.full((THREADS,), float("nan"))
+    with mk.check() as report:
+        lib.last_block(torch.full((GROUPS * THREADS,), float("nan")), torch.zeros(1, dtype=torch.int32), out,
+                       threads=GROUPS * THREADS, group_size=THREADS)
+    return report, out
+
+
+def _races(report):
+    return [f for f in report.findings if f.kind == "race"]
+
+
+def test_a_fenced_last_block_sum_on_a_coherent_buffer_is_ordered():
+    report, out = _run_msl(f"{WRITE}\n  {FENCE}")
+    assert report.ok, str(report)
+    assert torch.equal(out, _expected())
+
+
+def test_one_fence_after_the_barrier_releases_every_thread_s_writes():
+    # The barrier carries the other threads' writes to thread 0's fence.
+    writes = (f"{WRITE}\n  threadgroup_barrier(mem_flags::mem_device);\n"
+              f"  if (t == 0) {{ {FENCE} }}")
+    report, out = _run_msl(writes)
+    assert report.ok, str(report)
+    assert torch.equal(out, _expected())
+
+
+@pytest.mark.parametrize("fence", [
+    "",  # no release at all
+    "atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_threadgroup);",
+    "atomic_thread_fence(mem_flags::mem_threadgroup, memory_order_seq_cst, thread_scope_device);",
+    "atomic_thread_fence(mem_flags::mem_device, memory_order_relaxed, thread_scope_device);",
+], ids=["none", "threadgroup-scope", "threadgroup-memory", "relaxed"])
+def test_a_fence_that_does_not_order_device_memory_across_groups_releases_nothing(fence):
+    report, _ = _run_msl(f"{WRITE}\n  {fence}")
+    races = _races(report)
+    assert races and all(f.buffer == (0, "partial") for f in races if f.address_space == "device"), str(report)
+    assert any("ordered only when" in " ".join(f.details) for f in races), str(report)
+
+
+def test_a_write_after_the_thread_s_fence_is_not_released():
+    writes = f"{FENCE}\n  {WRITE}"
+    report, _ = _run_msl(writes)
+    assert _races(report), str(report)
+
+
+def test_a_fence_by_another_thread_in_the_same_epoch_does_not_release_a_write():
+    # Thread 1 writes thread 0's slot too, after the barrier-free fence of thread 0.
+    writes = (f"{WRITE}\n  {FENCE}\n  threadgroup_barrier(mem_flags::mem_device);\n"
+              "  if (t == 1) partial[g * nt] = -1.0f;")
+    report, _ = _run_msl(writes)
+    races = _races(report)
+    assert races and any(f.offset % (THREADS * 4) == 0 for f in races), str(report)
+
+
+def test_without_the_reader_s_fence_the_race_says_the_acquire_is_missing():
+    report, _ = _run_msl(f"{WRITE}\n  {FENCE}", acquire="")
+    races = _races(report)
+    assert races and all("no device-scope fence after it" in " ".join(f.details) for f in races), str(report)
+
+
+def test_a_buffer_that_is_not_coherent_is_never_ordered_across_groups():
+    report, _ = _run_msl(f"{WRITE}\n  {FENCE}", coherent=False)
+    races = _races(report)
+    assert races and all("not declared coherent(device)" in " ".join(f.details) for f in races), str(report)
+
+
+CUDA = """
+__global__ void last_block(float* partial, unsigned* count, float* out) {
+  __shared__ unsigned last;
+  partial[blockIdx.x * blockDim.x + threadIdx.x] = float(blockIdx.x * blockDim.x + threadIdx.x);
+  FENCE
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(count, 1u);
+  __syncthreads();
+  if (last == gridDim.x - 1) {
+    float s = 0;
+    for (unsigned j = 0; j < gridDim.x; ++j) s += partial[j * blockDim.x + threadIdx.x];
+    out[threadIdx.x] = s;
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("fence,ordered", [("__threadfence();", True), ("__threadfence_system();", True),
+                                           ("__threadfence_block();", False), ("", False)])
+def test_cuda_last_block_needs_the_writer_s_threadfence_only(fence, ordered):
+    lib = port.load_cuda(CUDA.replace("FENCE", fence))
+    out = torch.full((THREADS,), float("nan"))
+    with mk.check() as report:
+        lib["last_block"](torch.full((GROUPS * THREADS,), float("nan")), torch.zeros(1, dtype=torch.int32), out,
+                          grid=GROUPS, block=THREADS)
+    assert report.ok == ordered, str(report)
+    assert torch.equal(out, _expected())
