@@ -4,6 +4,8 @@ Takes the correct kernels of the checker's corpus (tests/check/corpus.py)
 that use barriers or simd functions, and makes mutants of each, mechanically:
 
   barrier     delete one threadgroup_barrier / simdgroup_barrier
+  fence       delete one atomic_thread_fence (a last-block hand-off's release
+              or acquire, docs/checking.md)
   mem_none    weaken one mem_flags::mem_threadgroup / mem_device to mem_none
   le          turn one `<` of a bounds check into `<=` (a comparison whose left
               side appears in a subscript and whose right side is a variable
@@ -47,6 +49,9 @@ from corpus import CLEAN, CLEAN_C10, HEADER  # noqa: E402
 # Mutants the check cannot find because they change nothing a GPU could
 # observe; each was read and the reason written down.
 EQUIVALENT = {
+    "clean_last_block_sum:mem_none2":
+        "the first barrier's mem_threadgroup: no thread touches threadgroup memory before it (`last` is written "
+        "after it), so it has nothing of threadgroup memory to order",
     "clean_scan_double_buffer:le0":
         "`off <= 64` adds one step with off = 64, where `lid >= off` is false for every thread: it copies one "
         "buffer into the other unchanged and the result is read from the copy",
@@ -185,6 +190,9 @@ def mutants_of(case) -> list[Mutant]:
     for k, m in enumerate(re.finditer(r"(threadgroup|simdgroup)_barrier\([^;]*\);", kernel[body_at:])):
         s, e = body_at + m.start(), body_at + m.end()
         add("barrier", k, kernel[:s] + kernel[e:])
+    for k, m in enumerate(re.finditer(r"atomic_thread_fence\([^;]*\);", kernel[body_at:])):
+        s, e = body_at + m.start(), body_at + m.end()
+        add("fence", k, kernel[:s] + kernel[e:])
     for k, m in enumerate(re.finditer(r"mem_flags::mem_(threadgroup|device)", kernel[body_at:])):
         s, e = body_at + m.start(), body_at + m.end()
         add("mem_none", k, kernel[:s] + "mem_flags::mem_none" + kernel[e:])

@@ -212,6 +212,9 @@ class Decoder:
             why = ("the atomic that saw the other threadgroup's release has no device-scope fence after it in its "
                    "thread: Metal's atomics are relaxed, so add atomic_thread_fence(mem_flags::mem_device, "
                    "memory_order_seq_cst, thread_scope_device) after it")
+        elif space == "device" and r.access & N.A_HINT_NOT_SHARED:
+            why = ("another thread of this threadgroup acquired the other threadgroup's release, but no barrier "
+                   "that orders device memory (mem_flags::mem_device) came between it and this access")
         elif space == "device" and r.other_group != r.group and r.other_lin != N.NONE:
             why = ("threads of different threadgroups are ordered only when the first's group fenced its writes "
                    "(a device-scope fence) before an atomic that the second's group observed with an atomic of "

@@ -33,7 +33,7 @@ class Buffer(ctypes.Structure):
 
 BUF_COHERENT = 1  # chk::BUF_COHERENT: fences and atomics order its accesses across groups
 # chk::A_HINT_*: in a race record's access, what was missing for a fence and an atomic to order it
-A_HINT_NOT_COHERENT, A_HINT_NO_ACQUIRE = 1 << 16, 2 << 16
+A_HINT_NOT_COHERENT, A_HINT_NO_ACQUIRE, A_HINT_NOT_SHARED = 1 << 16, 2 << 16, 4 << 16
 
 
 class Record(ctypes.Structure):

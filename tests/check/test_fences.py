@@ -142,3 +142,20 @@ def test_cuda_last_block_needs_the_writer_s_threadfence_only(fence, ordered):
                           grid=GROUPS, block=THREADS)
     assert report.ok == ordered, str(report)
     assert torch.equal(out, _expected())
+
+
+def test_an_acquisition_reaches_the_other_threads_only_through_a_device_barrier():
+    # The second barrier orders threadgroup memory only: `last` reaches every
+    # thread, thread 0's acquisition of the other groups' partials does not.
+    src = MSL.replace("COH", "coherent(device)").replace("WRITES", f"{WRITE}\n  {FENCE}").replace("ACQUIRE", FENCE)
+    second = src.rindex("threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);")
+    src = src[:second] + "threadgroup_barrier(mem_flags::mem_threadgroup);" + src[second + len(
+        "threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);"):]
+    lib = mk.compile_shader(src)
+    with mk.check() as report:
+        lib.last_block(torch.full((GROUPS * THREADS,), float("nan")), torch.zeros(1, dtype=torch.int32),
+                       torch.full((THREADS,), float("nan")), threads=GROUPS * THREADS, group_size=THREADS)
+    races = _races(report)
+    assert races and all("no barrier that orders device memory" in " ".join(f.details) for f in races), str(report)
+    # thread 0 itself read after its own fence: never reported
+    assert all(f.thread[0] % THREADS != 0 for f in races), str(report)

@@ -73,6 +73,7 @@ enum : uint32_t {
 enum : uint32_t {
   A_HINT_NOT_COHERENT = 1u << 16,  // ordered, but the buffer is not coherent(device)
   A_HINT_NO_ACQUIRE = 2u << 16,    // the atomic that saw the release had no device fence after it
+  A_HINT_NOT_SHARED = 4u << 16,    // another thread acquired it, with no device barrier since
 };
 
 // Object codes in records: the root of the faulting pointer.
@@ -142,7 +143,8 @@ struct SyncLog {
 enum : uint32_t { SYNC_METAL = 0, SYNC_CUDA = 1 };  // Dispatch::sync_mode: when an acquisition takes effect
 
 // An acquisition of a sync object: when (the log's clock), and by which
-// thread while it waits for that thread's fence (Metal).
+// thread (kAllThreads: the group's, after a barrier ordering device memory).
+constexpr uint32_t kAllThreads = 0xffffffffu;
 struct Acquired {
   uint32_t object, lin;
   uint64_t when;
@@ -409,7 +411,7 @@ __attribute__((always_inline)) inline void dev_access(Group* G, const Buffer& B,
     const uint64_t W = __atomic_load_n(&E.w, __ATOMIC_RELAXED);
     const uint32_t wg = uint32_t(W), wv = uint32_t(W >> 32);
     if (wg && !(wg == g && (E.wl == l || E.we != e)) && !(v && wv == v)) {
-      const uint32_t s = sync_ordered(G, B, wg - 1, E.we, E.wl);
+      const uint32_t s = sync_ordered(G, B, lin, wg - 1, E.we, E.wl);
       if (s != SYNC_ORDERED) race(G, lin, site, info, wg - 1, E.wl, E.ws, A_WRITE, addr, B.lo, O_BUFFER | b, s);
     }
     if (info & A_WRITE) {
@@ -417,7 +419,7 @@ __attribute__((always_inline)) inline void dev_access(Group* G, const Buffer& B,
       if (E.rg) {
         const bool conflict = E.rl == R_MULTI_GROUPS || E.rg != g ||
                               (E.re == e && (E.rl == R_MULTI || E.rl != l));
-        const uint32_t s = conflict && E.rl != R_MULTI_GROUPS ? sync_ordered(G, B, E.rg - 1, E.re, E.rl)
+        const uint32_t s = conflict && E.rl != R_MULTI_GROUPS ? sync_ordered(G, B, lin, E.rg - 1, E.re, E.rl)
                                                               : SYNC_UNORDERED;
         if (conflict && s != SYNC_ORDERED)
           race(G, lin, site, info, E.rg - 1, E.rl == R_MULTI || E.rl == R_MULTI_GROUPS ? 0xffffffffu : E.rl,

@@ -23,6 +23,8 @@
 //   itself (its atomics are relaxed): the acquisition takes effect at the
 //   thread's next device fence. With CUDA's (the CUDA Programming Guide's
 //   __threadfence example) it takes effect at once (`Dispatch::sync_mode`).
+//   Either way it is the thread's until a barrier that orders device memory
+//   hands it to the whole group.
 //   The release is published before the atomic runs and the acquisition
 //   made after it, so a group whose atomic follows another's never misses
 //   its release; one whose atomic ran just before may see it too (a race
@@ -84,7 +86,9 @@ __attribute__((always_inline)) inline void sync_wrote(Group* G, uint32_t lin) {
 }
 
 // A barrier that orders device memory is about to end epoch `dev_epoch`.
+inline void sync_share_acquired(Group* G);
 inline void sync_barrier(Group* G) {
+  sync_share_acquired(G);
   const uint16_t e = G->dev_epoch;
   if (G->fence_epoch != e) return;
   bool all = true;
@@ -136,9 +140,18 @@ inline void sync_acquire(Group* G, uint32_t lin, uint64_t a) {
   sync_unlock(s);
   if (o == kSyncObjects) return;
   if (G->d->sync_mode == SYNC_CUDA)
-    add_acquired(G->acq, G->nacq, Acquired{o, 0, when});
+    add_acquired(G->acq, G->nacq, Acquired{o, lin, when});
   else
     add_acquired(G->pend, G->npend, Acquired{o, lin, when});
+}
+
+// A barrier that orders device memory: every thread's acquisitions become
+// the group's.
+inline void sync_share_acquired(Group* G) {
+  const uint32_t n = G->nacq;
+  G->nacq = 0;
+  for (uint32_t i = 0; i < n; ++i)
+    add_acquired(G->acq, G->nacq, Acquired{G->acq[i].object, kAllThreads, G->acq[i].when});
 }
 
 // A device-scope fence by `lin`.
@@ -149,22 +162,24 @@ inline void sync_fence(Group* G, uint32_t lin) {
     G->fence_epoch = e;
   }
   G->fence_bits[lin >> 5] |= 1u << (lin & 31);
-  // Its acquisitions take effect (Metal).
+  // Its acquisitions take effect (Metal), for this thread.
   uint32_t kept = 0;
   for (uint32_t i = 0; i < G->npend; ++i) {
     if (G->pend[i].lin == lin)
-      add_acquired(G->acq, G->nacq, Acquired{G->pend[i].object, 0, G->pend[i].when});
+      add_acquired(G->acq, G->nacq, G->pend[i]);
     else
       G->pend[kept++] = G->pend[i];
   }
   G->npend = kept;
 }
 
-// Whether one of `list`'s acquisitions orders the access of group `other`
-// (0-based), thread `lin` (or a reader tag), device epoch `epoch` before now.
-inline bool acquired_in(const SyncLog* s, const Acquired* list, uint32_t n, uint32_t other, uint32_t epoch,
-                        uint32_t lin) {
+// Whether one of `list`'s acquisitions (those of thread `me` or the
+// group's; any thread's with `me` = kAllThreads) orders the access of group
+// `other` (0-based), thread `lin` (or a reader tag), device epoch `epoch`.
+inline bool acquired_in(const SyncLog* s, const Acquired* list, uint32_t n, uint32_t me, uint32_t other,
+                        uint32_t epoch, uint32_t lin) {
   for (uint32_t i = 0; i < n; ++i) {
+    if (me != kAllThreads && list[i].lin != kAllThreads && list[i].lin != me) continue;
     const uint64_t k = uint64_t(list[i].object) * s->ngroups + other;
     if (!s->when[k] || s->when[k] > list[i].when) continue;
     if (epoch < s->bound[k] || (epoch == s->bound[k] && s->extra[k] == lin + 1)) return true;
@@ -175,17 +190,19 @@ inline bool acquired_in(const SyncLog* s, const Acquired* list, uint32_t n, uint
 enum : uint32_t { SYNC_UNORDERED = 0, SYNC_ORDERED = 1 };
 
 // Whether an earlier access of group `other` (0-based) is ordered before
-// this one of G by fences and atomics; else SYNC_UNORDERED or the hint
-// (A_HINT_*) saying what was missing for it to be.
-__attribute__((noinline, cold)) inline uint32_t sync_ordered(Group* G, const Buffer& B, uint32_t other,
-                                                             uint32_t epoch, uint32_t lin) {
+// this one of G's thread `me` by fences and atomics; else SYNC_UNORDERED or
+// the hint (A_HINT_*) saying what was missing for it to be.
+__attribute__((noinline, cold)) inline uint32_t sync_ordered(Group* G, const Buffer& B, uint32_t me,
+                                                             uint32_t other, uint32_t epoch, uint32_t lin) {
   SyncLog* s = G->d->sync;
   if (!s || other == G->group || (!G->nacq && !G->npend)) return SYNC_UNORDERED;
   sync_lock(s);
-  const bool done = acquired_in(s, G->acq, G->nacq, other, epoch, lin);
-  const bool pending = !done && acquired_in(s, G->pend, G->npend, other, epoch, lin);
+  const bool done = acquired_in(s, G->acq, G->nacq, me, other, epoch, lin);
+  const bool other_thread = !done && acquired_in(s, G->acq, G->nacq, kAllThreads, other, epoch, lin);
+  const bool pending = !done && !other_thread && acquired_in(s, G->pend, G->npend, kAllThreads, other, epoch, lin);
   sync_unlock(s);
   if (done) return (B.flags & BUF_COHERENT) ? SYNC_ORDERED : A_HINT_NOT_COHERENT;
+  if (other_thread) return A_HINT_NOT_SHARED;
   return pending ? A_HINT_NO_ACQUIRE : SYNC_UNORDERED;
 }
 
