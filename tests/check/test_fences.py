@@ -159,3 +159,17 @@ def test_an_acquisition_reaches_the_other_threads_only_through_a_device_barrier(
     assert races and all("no barrier that orders device memory" in " ".join(f.details) for f in races), str(report)
     # thread 0 itself read after its own fence: never reported
     assert all(f.thread[0] % THREADS != 0 for f in races), str(report)
+
+
+def test_releases_past_the_last_tracked_address_are_not_followed_and_say_so():
+    # Every group releases to a counter of its own: ten addresses, eight tracked.
+    src = MSL.replace("COH", "coherent(device)").replace("WRITES", f"{WRITE}\n  {FENCE}").replace("ACQUIRE", FENCE)
+    src = src.replace("atomic_fetch_add_explicit(count, 1u", "atomic_fetch_add_explicit(count + g, 1u")
+    src = src.replace("if (last == ng - 1)", "if (g == ng - 1 && last == 0)")
+    lib = mk.compile_shader(src)
+    groups = 10
+    with mk.check() as report:
+        lib.last_block(torch.full((groups * THREADS,), float("nan")), torch.zeros(groups, dtype=torch.int32),
+                       torch.full((THREADS,), float("nan")), threads=groups * THREADS, group_size=THREADS)
+    assert _races(report), str(report)  # unordered anyway: the last group acquires only its own counter
+    assert any("more than 8 addresses" in n for n in report.notes), report.notes
