@@ -59,7 +59,7 @@ MEMORY_INTRINSICS = re.compile(r"llvm\.(memcpy|memmove|memset)(\.inline)?\.")
 # A device-scope fence (mk/atomic.h, mkcuda/builtins.h): the marker becomes
 # the checker's __mk_chk_fence(g, lin), and every atomic on a buffer of a
 # function with one is followed by __mk_chk_acquire (mk/check_sync.h).
-FENCE_MARKER = "@__mk_chk_fence_marker()"
+FENCE_MARKER = "@__mk_chk_fence_marker("
 
 
 @dataclass(frozen=True)
@@ -346,7 +346,8 @@ class Instrumenter:
             elif "@__mk_chk_buffer(" in ln or "@__mk_chk_tgparam(" in ln:
                 out[i] = self._binding_load(fn, ln)
             elif FENCE_MARKER in ln:
-                out[i] = f"  call void @__mk_chk_fence(ptr {fn.g}, i32 {fn.lin})"
+                kind = re.search(r"@__mk_chk_fence_marker\(i32 (?:noundef )?(\d+)\)", ln)
+                out[i] = f"  call void @__mk_chk_fence(ptr {fn.g}, i32 {fn.lin}, i32 {kind.group(1) if kind else 3})"
             elif re.search(r"\bcall\b", ln) and not MEMORY_INTRINSICS.search(ln):
                 self._note_call(ln, info)
         S.apply(out, summaries)

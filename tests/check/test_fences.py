@@ -173,3 +173,18 @@ def test_releases_past_the_last_tracked_address_are_not_followed_and_say_so():
                        torch.full((THREADS,), float("nan")), threads=groups * THREADS, group_size=THREADS)
     assert _races(report), str(report)  # unordered anyway: the last group acquires only its own counter
     assert any("more than 8 addresses" in n for n in report.notes), report.notes
+
+
+def _fence(order: str) -> str:
+    return f"atomic_thread_fence(mem_flags::mem_device, memory_order_{order}, thread_scope_device);"
+
+
+@pytest.mark.parametrize("writer,reader,ordered", [
+    ("release", "acquire", True), ("acq_rel", "acq_rel", True),
+    ("acquire", "acquire", False),  # an acquire fence releases nothing
+    ("release", "release", False),  # a release fence acquires nothing
+])
+def test_a_fence_releases_or_acquires_by_its_memory_order(writer, reader, ordered):
+    report, out = _run_msl(f"{WRITE}\n  {_fence(writer)}", acquire=_fence(reader))
+    assert report.ok == ordered, str(report)
+    assert torch.equal(out, _expected())

@@ -139,9 +139,9 @@ inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 // The device-scope fences, for the checker (mk/atomic.h declares it too).
 #ifndef MK_CHK_FENCE_MARKER
 #define MK_CHK_FENCE_MARKER
-extern "C" __attribute__((weak, noinline)) void __mk_chk_fence_marker() {}
+extern "C" __attribute__((weak, noinline)) void __mk_chk_fence_marker(uint32_t) {}
 #endif
-#define MK_CUDA_FENCE_MARKER() __mk_chk_fence_marker()
+#define MK_CUDA_FENCE_MARKER() __mk_chk_fence_marker(3u)  // release and acquire (mk/check_sync.h)
 #else
 #define MK_CUDA_FENCE_MARKER() ((void)0)
 #endif

@@ -25,7 +25,7 @@
 // function is left uninstrumented. mkcuda/builtins.h declares it too.
 #ifndef MK_CHK_FENCE_MARKER
 #define MK_CHK_FENCE_MARKER
-extern "C" __attribute__((weak, noinline)) void __mk_chk_fence_marker() {}
+extern "C" __attribute__((weak, noinline)) void __mk_chk_fence_marker(uint32_t) {}
 #endif
 #endif
 
@@ -274,8 +274,9 @@ MK_INLINE void atomic_thread_fence(Flags flags, memory_order order, thread_scope
   if (order != memory_order_relaxed)
     __atomic_thread_fence(_mk::mo(order));
 #ifdef MK_CHECK
+  // Bit 0: it releases, bit 1: it acquires (mk/check_sync.h FENCE_*).
   if (order != memory_order_relaxed && scope == thread_scope_device && (uint32_t(flags) & 1u /* mem_device */))
-    __mk_chk_fence_marker();
+    __mk_chk_fence_marker((order == memory_order_acquire ? 0u : 1u) | (order == memory_order_release ? 0u : 2u));
 #else
   (void)flags;
   (void)scope;

@@ -721,11 +721,11 @@ MK_CHK_FN void* __mk_chk_glob(const void* g, uint32_t lin, void* p, uint64_t siz
   return p;
 }
 
-// A device-scope fence with release/acquire order (a marker the
-// instrumentation replaces, mk/check_sync.h), by thread `lin`.
-MK_CHK_FN void __mk_chk_fence(const void* g, uint32_t lin) {
+// A device-scope fence (a marker the instrumentation replaces,
+// mk/check_sync.h) by thread `lin`; `kind`: FENCE_RELEASE | FENCE_ACQUIRE.
+MK_CHK_FN void __mk_chk_fence(const void* g, uint32_t lin, uint32_t kind) {
   mk::chk::Group* G = mk::chk::group_of(g);
-  if (G->d->sync) mk::chk::sync_fence(G, lin);
+  if (G->d->sync) mk::chk::sync_fence(G, lin, kind);
 }
 
 // After an atomic on a buffer, at `p`: it acquires the releases published there.

@@ -154,14 +154,20 @@ inline void sync_share_acquired(Group* G) {
     add_acquired(G->acq, G->nacq, Acquired{G->acq[i].object, kAllThreads, G->acq[i].when});
 }
 
-// A device-scope fence by `lin`.
-inline void sync_fence(Group* G, uint32_t lin) {
+enum : uint32_t { FENCE_RELEASE = 1, FENCE_ACQUIRE = 2 };
+
+// A device-scope fence by `lin` (memory_order_release: FENCE_RELEASE only;
+// _acquire: FENCE_ACQUIRE only; acq_rel and seq_cst, and CUDA's: both).
+inline void sync_fence(Group* G, uint32_t lin, uint32_t kind) {
   const uint16_t e = G->dev_epoch;
-  if (G->fence_epoch != e) {
-    memset(G->fence_bits, 0, sizeof G->fence_bits);
-    G->fence_epoch = e;
+  if (kind & FENCE_RELEASE) {
+    if (G->fence_epoch != e) {
+      memset(G->fence_bits, 0, sizeof G->fence_bits);
+      G->fence_epoch = e;
+    }
+    G->fence_bits[lin >> 5] |= 1u << (lin & 31);
   }
-  G->fence_bits[lin >> 5] |= 1u << (lin & 31);
+  if (!(kind & FENCE_ACQUIRE)) return;
   // Its acquisitions take effect (Metal), for this thread.
   uint32_t kept = 0;
   for (uint32_t i = 0; i < G->npend; ++i) {
