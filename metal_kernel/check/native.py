@@ -65,20 +65,28 @@ assert ctypes.sizeof(LoopRead) == 56 and ctypes.sizeof(InitRange) == 32
 LOOP_LOG, INIT_RANGES = 1024, 64  # chk::kLoopLog, chk::kInitRanges
 MAX_REPS = 8  # chk::kMaxReps
 THREAD_WORDS = 1024 // 32  # chk::kThreadWords
-MAX_ACQUIRED = 8  # chk::kMaxAcquired
+MAX_ACQUIRED = 16  # chk::kMaxAcquired
 SYNC_OBJECTS = 8  # chk::kSyncObjects
+CARRIED = 16  # chk::kCarried
 SYNC_METAL, SYNC_CUDA = 0, 1  # chk::Dispatch::sync_mode
 
 
 class Acquired(ctypes.Structure):
-    _fields_ = [("object", ctypes.c_uint32), ("lin", ctypes.c_uint32), ("when", ctypes.c_uint64)]
+    _fields_ = [("object", ctypes.c_uint32), ("lin", ctypes.c_uint32), ("when", ctypes.c_uint64),
+                ("fenced", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+
+
+class Carried(ctypes.Structure):
+    _fields_ = [("object", ctypes.c_uint32), ("pad", ctypes.c_uint32), ("upto", ctypes.c_uint64),
+                ("at", ctypes.c_uint64)]
 
 
 class SyncLog(ctypes.Structure):
     """chk::SyncLog: releases published to atomics' addresses (mk/check_sync.h)."""
     _fields_ = [("lock", ctypes.c_uint32), ("nobj", ctypes.c_uint32), ("ngroups", ctypes.c_uint32),
                 ("overflow", ctypes.c_uint32), ("clock", ctypes.c_uint64), ("addr", ctypes.c_uint64 * SYNC_OBJECTS),
-                ("bound", ctypes.c_void_p), ("extra", ctypes.c_void_p), ("when", ctypes.c_void_p)]
+                ("bound", ctypes.c_void_p), ("extra", ctypes.c_void_p), ("when", ctypes.c_void_p),
+                ("ncarried", ctypes.c_uint32 * SYNC_OBJECTS), ("carried", (Carried * CARRIED) * SYNC_OBJECTS)]
 
 
 # chk::Dispatch::phase

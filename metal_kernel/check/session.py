@@ -180,8 +180,9 @@ class Session:
         finally:
             if state.sync is not None and state.sync.overflow:
                 self._note(f"kernel '{kernel.name}': its fences were released to atomics on more than "
-                           f"{N.SYNC_OBJECTS} addresses; orders through the others are not followed, so a race "
-                           "reported on data handed over through them may not be real")
+                           f"{N.SYNC_OBJECTS} addresses (or chained through one more than {N.CARRIED} times); "
+                           "orders through the others are not followed, so a race reported on data handed over "
+                           "through them may not be real")
             state.drop_shadows()
         found = decoder.findings(state.results())
         if guarded is not None and any(f.kind == "oob" for f in found):

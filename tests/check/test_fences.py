@@ -188,3 +188,58 @@ def test_a_fence_releases_or_acquires_by_its_memory_order(writer, reader, ordere
     report, out = _run_msl(f"{WRITE}\n  {_fence(writer)}", acquire=_fence(reader))
     assert report.ok == ordered, str(report)
     assert torch.equal(out, _expected())
+
+
+# Two levels of tickets: the last group of each row of four takes a ticket
+# of the grid's; the last of those reads every group's partials, the other
+# row's ordered only through that row's last group (a chain through a third
+# group). BETWEEN is what the row's last group does between its two tickets.
+TWO_LEVEL = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void two_level(coherent(device) device float* partial [[buffer(0)]], device atomic_uint* rows [[buffer(1)]],
+                      device atomic_uint* total [[buffer(2)]], device float* out [[buffer(3)]],
+                      uint g [[threadgroup_position_in_grid]], uint t [[thread_position_in_threadgroup]],
+                      uint ng [[threadgroups_per_grid]], uint nt [[threads_per_threadgroup]]) {
+  threadgroup uint row_last, last;
+  partial[g * nt + t] = float(g * nt + t);
+  FENCE
+  threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);
+  if (t == 0) {
+    row_last = atomic_fetch_add_explicit(rows + g / 4, 1u, memory_order_relaxed);
+    FENCE
+  }
+  threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);
+  if (row_last != 3) return;
+  if (t == 0) {
+    BETWEEN
+    last = atomic_fetch_add_explicit(total, 1u, memory_order_relaxed);
+    FENCE
+  }
+  threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);
+  if (last != ng / 4 - 1) return;
+  float s = 0;
+  for (uint j = 0; j < ng; ++j) s += partial[j * nt + t];
+  out[t] = s;
+}
+"""
+
+
+@pytest.mark.parametrize("between,ordered", [
+    (FENCE, True),  # the row's acquisition, then a fence, then the release to `total`: carried on
+    ("", False),    # no fence after the row's acquisition: the release to `total` carries nothing
+], ids=["fenced", "not-fenced"])
+def test_an_order_passes_through_a_third_group_when_it_fenced_after_acquiring(between, ordered):
+    # Thread 0 fenced after taking the row's ticket; in "not-fenced" its only
+    # fence is that acquire-and-release one: drop it, keep the acquire.
+    src = TWO_LEVEL.replace("BETWEEN", between).replace("FENCE", FENCE)
+    if not ordered:
+        first = src.index(FENCE, src.index("rows + g / 4"))
+        src = src[:first] + _fence("acquire") + src[first + len(FENCE):]
+    lib = mk.compile_shader(src)
+    out = torch.full((THREADS,), float("nan"))
+    with mk.check() as report:
+        lib.two_level(torch.full((GROUPS * THREADS,), float("nan")), torch.zeros(2, dtype=torch.int32),
+                      torch.zeros(1, dtype=torch.int32), out, threads=GROUPS * THREADS, group_size=THREADS)
+    assert report.ok == ordered, str(report)
+    assert torch.equal(out, _expected())

@@ -132,6 +132,12 @@ struct Buffer {
 // per checked dispatch of a kernel with a device-scope fence, filled by the
 // host (check/native.py) with zeroed arrays of kSyncObjects * ngroups.
 constexpr uint32_t kSyncObjects = 8;
+constexpr uint32_t kCarried = 16;
+struct Carried {
+  uint32_t object, pad;
+  uint64_t upto;  // what of `object` (its clock then) ...
+  uint64_t at;    // ... a release to this object carried, at this clock
+};
 struct SyncLog {
   uint32_t lock, nobj, ngroups, overflow;  // overflow: atomics on more addresses than kSyncObjects
   uint64_t clock;
@@ -139,17 +145,23 @@ struct SyncLog {
   uint32_t* bound;  // [object * ngroups + group]: writes of an earlier device epoch are released
   uint32_t* extra;  // thread + 1 whose writes of the bound's epoch are released too (0: none)
   uint64_t* when;   // the clock at the release (0: none)
+  // Per object, acquisitions of other objects its releases carried on (a
+  // group that acquired X, fenced and released to Y hands X on to Y's readers).
+  uint32_t ncarried[kSyncObjects];
+  Carried carried[kSyncObjects][kCarried];
 };
 enum : uint32_t { SYNC_METAL = 0, SYNC_CUDA = 1 };  // Dispatch::sync_mode: when an acquisition takes effect
 
 // An acquisition of a sync object: when (the log's clock), and by which
-// thread (kAllThreads: the group's, after a barrier ordering device memory).
+// thread (kAllThreads: the group's, after a barrier ordering device memory);
+// fenced: the thread fenced (release) since, so its releases carry it on.
 constexpr uint32_t kAllThreads = 0xffffffffu;
 struct Acquired {
   uint32_t object, lin;
   uint64_t when;
+  uint32_t fenced, pad;
 };
-constexpr uint32_t kMaxAcquired = 8;
+constexpr uint32_t kMaxAcquired = 16;
 constexpr uint32_t kThreadWords = MK_MAX_THREADS_PER_GROUP / 32;
 
 // One finding, as the kernel side records it.

@@ -33,10 +33,13 @@
 //   buffers (MSL 3.2): other buffers are never ordered across groups, and a
 //   race on one that would have been ordered says so (A_HINT_*).
 //
-// Not followed: orders that pass through a third group (A releases to X, B
-// acquires X and releases to Y, C acquires Y: A and C stay unordered), and
-// a group's older release to X once it released to X again after the
-// acquirer's atomic. Both only report races that are not there.
+// * Chains. A release carries on what its thread had acquired and fenced
+//   since (A releases to X, B acquires X, fences and releases to Y, C
+//   acquires Y: A's writes are ordered before C's reads).
+//
+// Not followed: a group's older release to X once it released to X again
+// after the acquirer's atomic, and releases or chains past the log's size
+// (the host notes the overflow). They only report races that are not there.
 #pragma once
 
 namespace mk {
@@ -103,12 +106,19 @@ inline void sync_barrier(Group* G) {
 inline void sync_release(Group* G, uint32_t lin, uint64_t a) {
   SyncLog* s = G->d->sync;
   const uint16_t e = G->dev_epoch;
+  const bool fenced_now = G->fence_epoch == e && bit_of(G->fence_bits, lin);
   uint32_t bound = G->released, extra = 0;
-  if (G->fence_epoch == e && bit_of(G->fence_bits, lin)) {
+  if (fenced_now) {
     bound = e;        // earlier epochs: a barrier carried their writes to this thread's fence
     extra = lin + 1;  // and this thread's writes of this epoch, before its fence
   }
-  if (!bound && !extra) return;
+  // Acquisitions this thread fenced after: the group's (shared at a barrier
+  // before this epoch) when it fenced in this epoch, its own when it fenced
+  // since it made them.
+  bool carry = false;
+  for (uint32_t i = 0; i < G->nacq; ++i)
+    carry |= G->acq[i].lin == kAllThreads ? fenced_now : (G->acq[i].lin == lin && G->acq[i].fenced);
+  if (!bound && !extra && !carry) return;
   sync_lock(s);
   const uint32_t o = sync_object(s, a, true);
   if (o < kSyncObjects) {
@@ -117,7 +127,17 @@ inline void sync_release(Group* G, uint32_t lin, uint64_t a) {
       s->bound[k] = bound;
       s->extra[k] = extra;
     }
-    s->when[k] = ++s->clock;
+    const uint64_t now = ++s->clock;
+    if (bound || extra) s->when[k] = now;
+    for (uint32_t i = 0; carry && i < G->nacq; ++i) {
+      const Acquired& q = G->acq[i];
+      if (q.object == o || !(q.lin == kAllThreads ? fenced_now : (q.lin == lin && q.fenced))) continue;
+      if (s->ncarried[o] == kCarried) {
+        s->overflow = 1;
+        break;
+      }
+      s->carried[o][s->ncarried[o]++] = Carried{q.object, 0, q.when, now};
+    }
   }
   sync_unlock(s);
 }
@@ -125,10 +145,20 @@ inline void sync_release(Group* G, uint32_t lin, uint64_t a) {
 inline void add_acquired(Acquired* list, uint32_t& n, Acquired a) {
   for (uint32_t i = 0; i < n; ++i)
     if (list[i].object == a.object && list[i].lin == a.lin) {
-      list[i].when = a.when;
+      if (a.when > list[i].when) list[i] = a;
       return;
     }
   if (n < kMaxAcquired) list[n++] = a;
+}
+
+// Object `o` up to clock `when`, and what its releases until then carried
+// (under the log's lock; the clocks fall along a chain, so it ends).
+inline void acquire_chain(const SyncLog* s, Acquired* list, uint32_t& n, uint32_t o, uint32_t lin, uint64_t when) {
+  add_acquired(list, n, Acquired{o, lin, when, 0, 0});
+  for (uint32_t i = 0; i < s->ncarried[o]; ++i) {
+    const Carried& c = s->carried[o][i];
+    if (c.at <= when && c.upto < when) acquire_chain(s, list, n, c.object, lin, c.upto);
+  }
 }
 
 // An atomic, after it ran: it acquires what was published to its address.
@@ -136,13 +166,13 @@ inline void sync_acquire(Group* G, uint32_t lin, uint64_t a) {
   SyncLog* s = G->d->sync;
   sync_lock(s);
   const uint32_t o = sync_object(s, a, false);
-  const uint64_t when = s->clock;
+  if (o != kSyncObjects) {
+    if (G->d->sync_mode == SYNC_CUDA)
+      acquire_chain(s, G->acq, G->nacq, o, lin, s->clock);
+    else
+      acquire_chain(s, G->pend, G->npend, o, lin, s->clock);
+  }
   sync_unlock(s);
-  if (o == kSyncObjects) return;
-  if (G->d->sync_mode == SYNC_CUDA)
-    add_acquired(G->acq, G->nacq, Acquired{o, lin, when});
-  else
-    add_acquired(G->pend, G->npend, Acquired{o, lin, when});
 }
 
 // A barrier that orders device memory: every thread's acquisitions become
@@ -151,7 +181,7 @@ inline void sync_share_acquired(Group* G) {
   const uint32_t n = G->nacq;
   G->nacq = 0;
   for (uint32_t i = 0; i < n; ++i)
-    add_acquired(G->acq, G->nacq, Acquired{G->acq[i].object, kAllThreads, G->acq[i].when});
+    add_acquired(G->acq, G->nacq, Acquired{G->acq[i].object, kAllThreads, G->acq[i].when, 0, 0});
 }
 
 enum : uint32_t { FENCE_RELEASE = 1, FENCE_ACQUIRE = 2 };
@@ -160,23 +190,26 @@ enum : uint32_t { FENCE_RELEASE = 1, FENCE_ACQUIRE = 2 };
 // _acquire: FENCE_ACQUIRE only; acq_rel and seq_cst, and CUDA's: both).
 inline void sync_fence(Group* G, uint32_t lin, uint32_t kind) {
   const uint16_t e = G->dev_epoch;
+  if (kind & FENCE_ACQUIRE) {
+    // Its acquisitions take effect (Metal), for this thread.
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < G->npend; ++i) {
+      if (G->pend[i].lin == lin)
+        add_acquired(G->acq, G->nacq, G->pend[i]);
+      else
+        G->pend[kept++] = G->pend[i];
+    }
+    G->npend = kept;
+  }
   if (kind & FENCE_RELEASE) {
     if (G->fence_epoch != e) {
       memset(G->fence_bits, 0, sizeof G->fence_bits);
       G->fence_epoch = e;
     }
     G->fence_bits[lin >> 5] |= 1u << (lin & 31);
+    for (uint32_t i = 0; i < G->nacq; ++i)  // after its acquisitions: its releases carry them on
+      if (G->acq[i].lin == lin) G->acq[i].fenced = 1;
   }
-  if (!(kind & FENCE_ACQUIRE)) return;
-  // Its acquisitions take effect (Metal), for this thread.
-  uint32_t kept = 0;
-  for (uint32_t i = 0; i < G->npend; ++i) {
-    if (G->pend[i].lin == lin)
-      add_acquired(G->acq, G->nacq, G->pend[i]);
-    else
-      G->pend[kept++] = G->pend[i];
-  }
-  G->npend = kept;
 }
 
 // Whether one of `list`'s acquisitions (those of thread `me` or the
