@@ -49,6 +49,18 @@ from corpus import CLEAN, CLEAN_C10, HEADER  # noqa: E402
 # Mutants the check cannot find because they change nothing a GPU could
 # observe; each was read and the reason written down.
 EQUIVALENT = {
+    "clean_two_level_tickets:fence1":
+        "the acquire fence after the row's ticket: the seq_cst fence thread 0 makes before its grid ticket "
+        "acquires the row's ticket as well (it follows the atomic in the same thread), and nothing reads the "
+        "row's partials in between",
+    "clean_two_level_tickets:mem_none2":
+        "the first barrier's mem_threadgroup: no thread touches threadgroup memory before it",
+    "clean_two_level_tickets:mem_none3":
+        "the acquire fence after the row's ticket made mem_none orders nothing, as if deleted (fence1: the "
+        "seq_cst fence before the grid ticket acquires the row's ticket)",
+    "clean_two_level_tickets:mem_none4":
+        "the second barrier's mem_device: only thread 0 uses the row's acquisition before the third barrier, "
+        "which orders device memory and hands it to the threads that read the partials",
     "clean_last_block_sum:mem_none2":
         "the first barrier's mem_threadgroup: no thread touches threadgroup memory before it (`last` is written "
         "after it), so it has nothing of threadgroup memory to order",

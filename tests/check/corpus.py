@@ -74,6 +74,43 @@ kernel void {name}({"coherent(device) " if coherent else ""}device float* partia
         poison(64), i32(counters), poison(8), threads=64, group_size=8))
 
 
+
+def _two_level(name: str, carry=True) -> Case:
+    """Two levels of tickets: the last group of each row of four takes one
+    of the grid's; the last of those sums every group's partials, the other
+    rows' ordered only through their last groups, which must fence between
+    their two tickets (`carry`) for the order to pass on."""
+    between = _FENCE if carry else ""
+    bug = "" if carry else "  // BUG"
+    src = f"""
+kernel void {name}(coherent(device) device float* partial [[buffer(0)]], device atomic_uint* rows [[buffer(1)]],
+                 device atomic_uint* total [[buffer(2)]], device float* out [[buffer(3)]],
+                 uint g [[threadgroup_position_in_grid]], uint t [[thread_position_in_threadgroup]],
+                 uint ng [[threadgroups_per_grid]], uint nt [[threads_per_threadgroup]]) {{
+  threadgroup uint row_last, last;
+  partial[g * nt + t] = float(g * nt + t);
+  {_FENCE}
+  threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);
+  if (t == 0) {{
+    row_last = atomic_fetch_add_explicit(rows + g / 4, 1u, memory_order_relaxed);
+    atomic_thread_fence(mem_flags::mem_device, memory_order_acquire, thread_scope_device);
+  }}
+  threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);
+  if (row_last != 3) return;
+  if (t == 0) {{
+    {between}
+    last = atomic_fetch_add_explicit(total, 1u, memory_order_relaxed);
+    {_FENCE}
+  }}
+  threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);
+  if (last != ng / 4 - 1) return;
+  float s = 0;
+  for (uint j = 0; j < ng; ++j) s += partial[j * nt + t];{bug}
+  out[t] = s;
+}}"""
+    return Case(name, "" if carry else "race", src, lambda lib: getattr(lib, name)(
+        poison(64), i32(2), i32(1), poison(8), threads=64, group_size=8))
+
 # ------------------------------------------------------------------ buggy --
 
 BUGGY = [
@@ -305,6 +342,8 @@ kernel void race_groups_overwrite(device float* out [[buffer(0)]], uint lid [[th
     _last_block("race_last_block_not_coherent", coherent=False),
     # one counter per parity of the group, but the last of each sums every group's
     _last_block("race_last_block_other_address", counters=2),
+    # a row's last group hands its row on to the grid's only if it fences between its tickets
+    _two_level("race_two_level_no_fence_between", carry=False),
     # ---- barrier divergence (synccheck) ----
     Case("div_branch", "divergence", """
 kernel void div_branch(device float* out [[buffer(0)]], uint lid [[thread_position_in_threadgroup]]) {
@@ -968,6 +1007,7 @@ kernel void clean_two_kernels_consume(device const float* a [[buffer(0)]], devic
                                  lib.clean_two_kernels_consume(a, b, threads=64, group_size=32)))(
         poison(64), poison(64))),
     _last_block("clean_last_block_sum", bug=""),
+    _two_level("clean_two_level_tickets"),
 ]
 
 # c10-style kernels, with PyTorch's own headers (a library of their own).
