@@ -53,6 +53,9 @@ def test_the_port_is_coherent_and_acquires_and_verifies():
     assert "coherent(device) device float* partial" in p.metal
     assert "mk_acquire(atomic_fetch_add_explicit" in p.metal
     assert "const float* x" in p.metal and "coherent(device) device const" not in p.metal  # read-only: as is
+    # only what is read after the ticket: not the counter, not the output
+    assert "coherent(device) device unsigned* count" not in p.metal
+    assert "coherent(device) device float* out" not in p.metal
     res = p.verify("block_sums", *_args(), grid=GRID, block=BLOCK)
     assert res.ok, str(res)
     assert not res.original_findings and not res.port_findings

@@ -240,13 +240,37 @@ class KernelRenderer(FunctionRenderer):
         # A kernel named like a Metal builtin (`atomic_int`) would not compile.
         self.metal_function_name = fn.name + "_kernel" if fn.name in T.METAL_RESERVED else fn.name
 
+    def handed_over(self) -> set[str]:
+        """MK1040: the writable buffers the kernel reads after its first device
+        atomic (from the start of the outermost loop around it), where data
+        other threadgroups handed over with a fence and that atomic is."""
+        first = None
+        for n in walk(self.fn.body):
+            if n.type == "call_expression" and self.text(n.child_by_field_name("function")).startswith("atomic"):
+                args = n.child_by_field_name("arguments")
+                ptr = args.named_children[0] if args is not None and args.named_children else None
+                if ptr is not None and (self.sp.space_of(ptr) or "device") == "device":
+                    first = n
+                    break
+        if first is None:
+            return set()
+        since, up = first.end_byte, first.parent  # the atomic's own pointer is no hand-off
+        while up is not None and up is not self.fn.body:
+            if up.type in ("for_statement", "while_statement", "do_statement"):
+                since = up.start_byte
+            up = up.parent
+        read, _ = buffer_use(self.src, self.fn.body, self.env, since)
+        return read & self.written
+
     def render(self) -> str:
         fn = self.fn
         params = []
-        handoff = self.fences_device()
-        if handoff:
-            self.diag("MK1040", fn.node, f"kernel '{fn.name}': its writable buffers are coherent(device) and each "
-                                         "device atomic is followed by a fence (mk_acquire)")
+        handoff = self.handed_over() if self.fences_device() else set()
+        if self.fences_device():
+            names = ", ".join(sorted(handoff)) or "none"
+            self.diag("MK1040", fn.node, f"kernel '{fn.name}': buffers read after its first device atomic are "
+                                         f"coherent(device) ({names}) and each device atomic is followed by a fence "
+                                         "(mk_acquire)")
         for i, p in enumerate(fn.params):
             name = p.name or f"mk_unused{i}"
             type_node = p.node.child_by_field_name("type")
@@ -260,8 +284,8 @@ class KernelRenderer(FunctionRenderer):
                 self.memory_type -= 1
                 space = self.kernel_spaces[p.name]
                 const = "const " if p.const_pointee and space != "constant" else ""
-                # MK1040: writes other threadgroups read after a fence and an atomic.
-                coherent = "coherent(device) " if handoff and space == "device" and not const else ""
+                # MK1040: what other threadgroups wrote, read after a fence and an atomic.
+                coherent = "coherent(device) " if p.name in handoff and space == "device" and not const else ""
                 params.append(f"{coherent}{space} {const}{elem}* {name} [[buffer({i})]]")
             else:
                 t = self.rw(type_node)

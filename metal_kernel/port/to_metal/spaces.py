@@ -271,13 +271,16 @@ def infer(src: CudaSource, body, env: Env) -> None:
             v.roots = v.roots | sp.roots_of(right)
 
 
-def buffer_use(src: CudaSource, body, env: Env) -> tuple[set[str], set[str]]:
+def buffer_use(src: CudaSource, body, env: Env, since: int = -1) -> tuple[set[str], set[str]]:
     """(read, written): the kernel buffers read and written through any
     pointer derived from them, as far as the syntax shows (a pointer passed
-    to a helper or an atomic counts as both)."""
+    to a helper or an atomic counts as both); with `since`, only by code
+    from that byte of the source on."""
     sp = Spaces(src, env)
     read, written = set(), set()
     for n in walk(body) if body is not None else []:
+        if n.start_byte < since:
+            continue
         t = n.type
         if t in ("assignment_expression", "update_expression"):
             target = n.child_by_field_name("left") if t == "assignment_expression" else \

@@ -214,8 +214,9 @@ DIAGNOSTICS: dict[str, DiagnosticKind] = {d.code: d for d in [
        "The kernel orders device memory across thread blocks with __threadfence() and an atomic (a last-block "
        "reduction, a flag). CUDA needs the fence on the writer's side only. Metal (MSL 3.2) orders such memory "
        "only in buffers declared coherent(device), and only for a thread that fences after the atomic that saw "
-       "the other group's release (its atomics are relaxed). The port declares the kernel's writable buffers "
-       "coherent(device) and fences after each of its device atomics (mk_acquire).",
+       "the other group's release (its atomics are relaxed). The port declares coherent(device) the writable "
+       "buffers the kernel reads after its first device atomic (from the start of a loop around it), where "
+       "the handed-over data is, and fences after each of its device atomics (mk_acquire).",
        "Nothing to do for the port (it needs macOS 15 / MSL 3.2). The fence must come before the atomic in the "
        "original: without it neither side is ordered, and check() reports the race in both."),
 ]}
