@@ -57,7 +57,7 @@ UNKNOWN_SITE = 0xFFFF
 SIMD_BARRIER_OP = 1  # mk/simd.h, enum SimdOp
 MEMORY_INTRINSICS = re.compile(r"llvm\.(memcpy|memmove|memset)(\.inline)?\.")
 # A device-scope fence (mk/atomic.h, mkcuda/builtins.h): the marker becomes
-# the checker's __mk_chk_fence(g, lin), and every atomic on a buffer of a
+# the checker's __mk_chk_fence(g, lin, kind), and every atomic on a buffer of a
 # function with one is followed by __mk_chk_acquire (mk/check_sync.h).
 FENCE_MARKER = "@__mk_chk_fence_marker("
 
