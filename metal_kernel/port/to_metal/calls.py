@@ -240,7 +240,7 @@ class CallRewriter:
 
     def atomic_call(self, node, name, rule, args):
         expr = self.atomic_expr(node, name, rule, args)
-        if expr is not None and self.fences_device() and (self.sp.space_of(args[0]) or "device") == "device":
+        if expr is not None and self.fences_device() and self.on_device(args[0]):
             # MK1040: the thread that sees another group's release through
             # this atomic must fence to acquire it (Metal's atomics are relaxed).
             self.tr.helpers.add("acquire")
@@ -249,10 +249,20 @@ class CallRewriter:
 
     def fences_device(self) -> bool:
         """Whether this function orders device memory across thread blocks
-        with __threadfence() (and atomics): MK1040."""
+        with __threadfence() (and atomics): MK1040. Asked at every atomic:
+        the body is searched once per function."""
         if self.fn is None or self.fn.body is None:
             return False
-        return DEVICE_FENCE.search(self.text(self.fn.body)) is not None
+        cached = getattr(self, "_fences_device", None)
+        if cached is None or cached[0] is not self.fn:
+            cached = (self.fn, DEVICE_FENCE.search(self.text(self.fn.body)) is not None)
+            self._fences_device = cached
+        return cached[1]
+
+    def on_device(self, ptr) -> bool:
+        """An atomic's pointer into device memory (what the translator cannot
+        place is a kernel buffer: device)."""
+        return (self.sp.space_of(ptr) or "device") == "device"
 
     def atomic_expr(self, node, name, rule, args):
         if len(args) < 2:

@@ -249,7 +249,7 @@ class KernelRenderer(FunctionRenderer):
             if n.type == "call_expression" and self.text(n.child_by_field_name("function")).startswith("atomic"):
                 args = n.child_by_field_name("arguments")
                 ptr = args.named_children[0] if args is not None and args.named_children else None
-                if ptr is not None and (self.sp.space_of(ptr) or "device") == "device":
+                if ptr is not None and self.on_device(ptr):
                     first = n
                     break
         if first is None:
@@ -265,8 +265,9 @@ class KernelRenderer(FunctionRenderer):
     def render(self) -> str:
         fn = self.fn
         params = []
-        handoff = self.handed_over() if self.fences_device() else set()
-        if self.fences_device():
+        fences = self.fences_device()
+        handoff = self.handed_over() if fences else set()
+        if fences:
             names = ", ".join(sorted(handoff)) or "none"
             self.diag("MK1040", fn.node, f"kernel '{fn.name}': buffers read after its first device atomic are "
                                          f"coherent(device) ({names}) and each device atomic is followed by a fence "

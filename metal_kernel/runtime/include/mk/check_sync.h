@@ -101,6 +101,13 @@ inline void sync_barrier(Group* G) {
   if (bound > G->released) G->released = bound;
 }
 
+// Whether a release by `lin` carries acquisition `q` on: the group's (shared
+// at a barrier before this epoch) when `lin` fenced in this epoch, its own
+// when it fenced since it made it.
+__attribute__((always_inline)) inline bool carries(const Acquired& q, uint32_t lin, bool fenced_now) {
+  return q.lin == kAllThreads ? fenced_now : (q.lin == lin && q.fenced);
+}
+
 // An atomic that writes, before it runs: what `lin` has released goes to
 // the address's sync object.
 inline void sync_release(Group* G, uint32_t lin, uint64_t a) {
@@ -112,12 +119,8 @@ inline void sync_release(Group* G, uint32_t lin, uint64_t a) {
     bound = e;        // earlier epochs: a barrier carried their writes to this thread's fence
     extra = lin + 1;  // and this thread's writes of this epoch, before its fence
   }
-  // Acquisitions this thread fenced after: the group's (shared at a barrier
-  // before this epoch) when it fenced in this epoch, its own when it fenced
-  // since it made them.
   bool carry = false;
-  for (uint32_t i = 0; i < G->nacq; ++i)
-    carry |= G->acq[i].lin == kAllThreads ? fenced_now : (G->acq[i].lin == lin && G->acq[i].fenced);
+  for (uint32_t i = 0; i < G->nacq; ++i) carry |= carries(G->acq[i], lin, fenced_now);
   if (!bound && !extra && !carry) return;
   sync_lock(s);
   const uint32_t o = sync_object(s, a, true);
@@ -131,7 +134,7 @@ inline void sync_release(Group* G, uint32_t lin, uint64_t a) {
     if (bound || extra) s->when[k] = now;
     for (uint32_t i = 0; carry && i < G->nacq; ++i) {
       const Acquired& q = G->acq[i];
-      if (q.object == o || !(q.lin == kAllThreads ? fenced_now : (q.lin == lin && q.fenced))) continue;
+      if (q.object == o || !carries(q, lin, fenced_now)) continue;
       if (s->ncarried[o] == kCarried) {
         s->overflow = 1;
         break;
